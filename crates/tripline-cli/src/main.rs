@@ -1,0 +1,56 @@
+//! The `tripline` command: thin argument parsing over the library crates.
+//!
+//! Exit status: 0 on success, 2 on bad input (a config or scenario that
+//! fails validation), 1 on any other error.
+
+mod demo;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Fault tolerance for services that call other services.
+#[derive(Parser, Debug)]
+#[command(name = "tripline", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Drive a breaker through a scripted failing dependency on a virtual
+    /// clock and print every transition with its reason and window.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tripline: {}", e.message);
+            ExitCode::from(e.status)
+        }
+    }
+}
+
+/// An error for the user, with the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub(crate) message: String,
+    pub(crate) status: u8,
+}
+
+impl CliError {
+    /// Bad input: exit status 2.
+    pub(crate) fn input(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            status: 2,
+        }
+    }
+}

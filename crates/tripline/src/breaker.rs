@@ -1,0 +1,344 @@
+//! The circuit breaker.
+//!
+//! A breaker samples the outcomes of calls to one dependency and, when the
+//! dependency is failing or slow, rejects calls locally for a while so that
+//! callers' threads, connections and retries stop piling up on it (seed 001
+//! §1). It is a lock-free state machine:
+//!
+//! ```text
+//!            failure or slow-call rate ≥ threshold
+//!   Closed ───────────────────────────────────────▶ Open
+//!     ▲                                              │ open duration elapsed
+//!     │ probes succeeded                             ▼ (first call probes)
+//!     └────────────────────────────────────────── HalfOpen
+//!                 probe failed / half-open timeout ──▶ Open
+//! ```
+//!
+//! plus the operator states `ForcedOpen`, `Disabled` and `MetricsOnly`.
+//!
+//! Three entry points share one core: [`CircuitBreaker::call`] for
+//! synchronous code, [`CircuitBreaker::call_async`] for any async runtime,
+//! and the manual [`CircuitBreaker::try_acquire`] / [`Permit::record`] pair.
+
+mod backoff;
+pub(crate) mod config;
+pub(crate) mod core;
+mod event;
+mod half_open;
+mod metrics;
+mod permit;
+mod state;
+pub(crate) mod stripe;
+mod window;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+pub use backoff::{Backoff, Jitter, OpenDuration};
+pub use config::{CircuitBreakerConfig, ConfigError, ConfigWarning, HalfOpenPolicy, WindowConfig};
+pub use event::{Event, EventKind, Reason, Subscription, Thresholds, Transition};
+pub use metrics::{CallCounts, Metrics};
+pub use permit::{CallError, OwnedPermit, Permit, Rejected};
+pub use state::State;
+pub use window::WindowSnapshot;
+
+use self::core::{Inner, OpenUntil};
+use crate::classify::{Classifier, DefaultClassifier};
+use crate::clock::{Clock, SharedClock, Timestamp};
+use crate::sync::Arc;
+
+/// A circuit breaker: a cheap, cloneable handle; clones share one state.
+///
+/// ```
+/// use tripline::{CircuitBreaker, CircuitBreakerConfig, State, WindowConfig};
+///
+/// let breaker = CircuitBreaker::try_new(CircuitBreakerConfig {
+///     name: "inventory".into(),
+///     window: WindowConfig::Count { size: 10 },
+///     minimum_calls: 4,
+///     ..Default::default()
+/// })
+/// .unwrap();
+///
+/// for _ in 0..4 {
+///     let _ = breaker.call(|| Err::<(), _>("connection refused"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// assert!(breaker.call(|| Ok::<_, ()>(1)).unwrap_err().is_rejected());
+/// ```
+#[derive(Clone)]
+pub struct CircuitBreaker {
+    inner: Arc<Inner>,
+}
+
+/// Builds a [`CircuitBreaker`] with a non-default clock or jitter seed.
+#[derive(Debug, Default)]
+pub struct CircuitBreakerBuilder {
+    config: CircuitBreakerConfig,
+    clock: Option<SharedClock>,
+    seed: Option<u64>,
+    instance: Option<u64>,
+}
+
+impl CircuitBreakerBuilder {
+    /// Uses `config` (validated by [`build`](Self::build)).
+    pub fn config(mut self, config: CircuitBreakerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
+    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
+        self.clock = Some(clock.into());
+        self
+    }
+
+    /// Seeds the jitter of the open duration, for reproducible runs. Mixed
+    /// with the instance id, so replicas built with one seed still diverge.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets the instance id mixed into the seed (default: a per-process
+    /// counter). Give replicas distinct ids.
+    pub fn instance_id(mut self, id: u64) -> Self {
+        self.instance = Some(id);
+        self
+    }
+
+    /// Validates the config and builds the breaker.
+    pub fn build(self) -> Result<CircuitBreaker, ConfigError> {
+        self.build_with_warnings().map(|(b, _)| b)
+    }
+
+    /// Like [`build`](Self::build), also returning the config's warnings.
+    pub fn build_with_warnings(self) -> Result<(CircuitBreaker, Vec<ConfigWarning>), ConfigError> {
+        let warnings = self.config.validate()?;
+        for w in &warnings {
+            tracing::warn!(target: "tripline::breaker", breaker = %self.config.name, "{w}");
+        }
+        let instance = self.instance.unwrap_or_else(next_instance_id);
+        let seed = backoff::mix_seed(self.seed.unwrap_or_else(random_seed), instance);
+        let clock = self.clock.unwrap_or_default();
+        let inner = Arc::new(Inner::new(self.config, clock, seed));
+        Ok((CircuitBreaker { inner }, warnings))
+    }
+}
+
+fn next_instance_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A per-process random seed, from std's randomly keyed hasher, so that
+/// replicas started together never share a jitter sequence.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(next_instance_id())
+}
+
+impl CircuitBreaker {
+    /// A breaker with `config` on the production clock.
+    pub fn try_new(config: CircuitBreakerConfig) -> Result<Self, ConfigError> {
+        Self::builder().config(config).build()
+    }
+
+    /// A builder, for a custom clock or seed.
+    pub fn builder() -> CircuitBreakerBuilder {
+        CircuitBreakerBuilder::default()
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The config the breaker runs with.
+    pub fn config(&self) -> &CircuitBreakerConfig {
+        &self.inner.config
+    }
+
+    /// The breaker's clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// The current state. An `Open` breaker whose duration has elapsed still
+    /// reads `Open` until the next call makes it half-open (transitions are
+    /// lazy: an idle breaker costs nothing).
+    pub fn state(&self) -> State {
+        self.inner.word().state()
+    }
+
+    /// Asks to make one call: a [`Permit`] to record the outcome on, or the
+    /// reason the call is refused.
+    #[inline]
+    pub fn try_acquire(&self) -> Result<Permit<'_>, Rejected> {
+        let (admission, generation) = self.inner.try_acquire()?;
+        Ok(Permit::new(&self.inner, admission, generation))
+    }
+
+    /// Like [`try_acquire`](Self::try_acquire), returning a permit that owns
+    /// a handle to the breaker.
+    pub fn try_acquire_owned(&self) -> Result<OwnedPermit, Rejected> {
+        let (admission, generation) = self.inner.try_acquire()?;
+        Ok(OwnedPermit::new(self.inner.clone(), admission, generation))
+    }
+
+    /// Runs `f` through the breaker: `Err` is a failure, `Ok` a success.
+    #[inline]
+    pub fn call<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, CallError<E>> {
+        self.call_with(&DefaultClassifier, f)
+    }
+
+    /// Runs `f` through the breaker, classifying its result with `classifier`.
+    #[inline]
+    pub fn call_with<T, E, C>(
+        &self,
+        classifier: &C,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, CallError<E>>
+    where
+        C: Classifier<T, E> + ?Sized,
+    {
+        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let start = self.inner.clock.now();
+        let result = f();
+        let elapsed = self.inner.clock.now() - start;
+        permit.record(classifier.classify(&result), elapsed);
+        result.map_err(CallError::Inner)
+    }
+
+    /// Awaits `fut` through the breaker. Needs no particular runtime; if the
+    /// returned future is dropped before `fut` completes, the call counts as
+    /// cancelled (neutral).
+    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, CallError<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(&DefaultClassifier, fut).await
+    }
+
+    /// Awaits `fut` through the breaker, classifying with `classifier`.
+    pub async fn call_async_with<T, E, C, F>(
+        &self,
+        classifier: &C,
+        fut: F,
+    ) -> Result<T, CallError<E>>
+    where
+        C: Classifier<T, E> + ?Sized,
+        F: Future<Output = Result<T, E>>,
+    {
+        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let start = self.inner.clock.now();
+        let result = fut.await;
+        let elapsed = self.inner.clock.now() - start;
+        permit.record(classifier.classify(&result), elapsed);
+        result.map_err(CallError::Inner)
+    }
+
+    // --- operator controls (seed 001 §2.1.2) -----------------------------
+
+    /// Rejects every call until an operator says otherwise.
+    pub fn force_open(&self) {
+        self.inner.force(State::ForcedOpen, None);
+    }
+
+    /// Lets every call through and never trips, still recording.
+    pub fn disable(&self) {
+        self.inner.force(State::Disabled, None);
+    }
+
+    /// Shadow mode: lets every call through, records, and emits
+    /// [`EventKind::WouldTrip`] where it would have tripped.
+    pub fn metrics_only(&self) {
+        self.inner.force(State::MetricsOnly, None);
+    }
+
+    /// Back to automatic operation: Closed, with an empty window and the
+    /// backoff reset.
+    pub fn reset(&self) {
+        self.inner.force(State::Closed, None);
+    }
+
+    /// Opens for `duration`, then probes as usual — to honour a server's
+    /// `Retry-After`.
+    pub fn open_for(&self, duration: Duration) {
+        let until = self.inner.clock.now() + duration;
+        self.inner.force(State::Open, Some(until));
+    }
+
+    /// Opens until `until` on the breaker's clock, then probes as usual.
+    pub fn open_until(&self, until: Timestamp) {
+        let until = until.max(self.inner.clock.now());
+        self.inner.force(State::Open, Some(until));
+    }
+
+    // --- observation ------------------------------------------------------
+
+    /// Calls `f` with every event of this breaker, in order, until the
+    /// returned [`Subscription`] is dropped.
+    pub fn subscribe(&self, f: impl Fn(&Event) + Send + Sync + 'static) -> Subscription {
+        let id = self.inner.events.subscribe(Arc::new(f));
+        Subscription {
+            hub: Arc::downgrade(&self.inner),
+            id,
+        }
+    }
+
+    /// The live window.
+    pub fn window(&self) -> WindowSnapshot {
+        self.inner.window_snapshot()
+    }
+
+    /// Counters and state for dashboards and Prometheus.
+    pub fn metrics(&self) -> Metrics {
+        metrics::collect(&self.inner)
+    }
+
+    /// When the current open state ends, if the breaker is `Open`.
+    pub fn open_until_time(&self) -> Option<Timestamp> {
+        self.inner.open_until()
+    }
+
+    /// Approximate heap and inline bytes of this breaker, for capacity
+    /// planning of keyed breakers.
+    pub fn memory_footprint(&self) -> usize {
+        std::mem::size_of::<Inner>()
+            + self.inner.window().heap_bytes()
+            + crate::breaker::stripe::stripes() * 64
+            + self.inner.name.len()
+    }
+
+    /// Whether two handles share one breaker.
+    pub fn ptr_eq(&self, other: &CircuitBreaker) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Drops every subscriber (used when a registry removes the breaker).
+    pub fn unsubscribe_all(&self) {
+        self.inner.events.unsubscribe_all();
+    }
+}
+
+impl fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("name", &self.inner.name)
+            .field("state", &self.inner.word())
+            .field("window", &self.window())
+            .finish()
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<CircuitBreaker>();
+    check::<Permit<'static>>();
+    check::<OwnedPermit>();
+    let _ = OpenUntil::Scheduled;
+}

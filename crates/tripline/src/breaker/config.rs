@@ -1,0 +1,365 @@
+//! Breaker configuration: one vocabulary for the library, the simulator's
+//! scenario files and the proxy (DESIGN §4).
+//!
+//! Plain structs with `Default`, (de)serialised with serde when the `serde`
+//! feature is on (durations as `"5s"`, rates as fractions 0.0–1.0, unknown
+//! keys refused), and validated once when a breaker is built. Validation
+//! refuses hard contradictions with an error naming the field and the
+//! constraint, and returns softer ones (seed 001 §7.1.2) as warnings.
+
+use std::fmt;
+use std::time::Duration;
+
+pub use super::backoff::OpenDuration;
+
+/// Everything that shapes one breaker's decisions.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use tripline::CircuitBreakerConfig;
+///
+/// let config: CircuitBreakerConfig = toml::from_str(r#"
+///     name = "payments"
+///     window = { kind = "time", length = "10s", buckets = 10 }
+///     minimum_calls = 20
+///     failure_rate_threshold = 0.5
+///     slow_call_duration = "2s"
+///     slow_call_rate_threshold = 0.8
+///     open_duration = "5s"
+///     half_open = { policy = "permits", calls = 10, failure_rate_threshold = 0.2 }
+/// "#).unwrap();
+/// assert!(config.validate().unwrap().is_empty());
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct CircuitBreakerConfig {
+    /// Names the breaker in events, metrics and errors.
+    pub name: String,
+    /// What the trip decision looks at: the last N calls or the last T seconds.
+    pub window: WindowConfig,
+    /// Below this many calls in the window the breaker never trips: small
+    /// samples give meaningless rates (seed 001 §3.3.3).
+    pub minimum_calls: u32,
+    /// Trip when failures / calls ≥ this (0, 1].
+    pub failure_rate_threshold: f64,
+    /// A call at least this long is slow; `None` switches slow-call
+    /// detection off.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub slow_call_duration: Option<Duration>,
+    /// Trip when slow calls / calls ≥ this (0, 1].
+    pub slow_call_rate_threshold: f64,
+    /// How long the breaker stays open before probing: fixed or backoff.
+    pub open_duration: OpenDuration,
+    /// How half-open probes are admitted and judged.
+    pub half_open: HalfOpenPolicy,
+    /// An unsettled half-open state returns to open after this long, so a
+    /// probe that never finishes cannot pin the breaker (seed 001 §2.2.4).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub max_half_open_duration: Option<Duration>,
+    /// Expected call rate, used only to warn when a time window can never
+    /// collect `minimum_calls`.
+    pub expected_calls_per_second: Option<f64>,
+}
+
+impl Default for CircuitBreakerConfig {
+    /// Conservative defaults (seed 001 §7.3.2: better to trip too late than
+    /// by mistake): 100-call window, 20 calls minimum, 50% failures, slow
+    /// detection off, 5 s open, 5 probes at a stricter 20%, 60 s half-open cap.
+    fn default() -> Self {
+        CircuitBreakerConfig {
+            name: "default".to_owned(),
+            window: WindowConfig::Count { size: 100 },
+            minimum_calls: 20,
+            failure_rate_threshold: 0.5,
+            slow_call_duration: None,
+            slow_call_rate_threshold: 1.0,
+            open_duration: OpenDuration::Fixed(Duration::from_secs(5)),
+            half_open: HalfOpenPolicy::Permits {
+                calls: 5,
+                failure_rate_threshold: 0.2,
+            },
+            max_half_open_duration: Some(Duration::from_secs(60)),
+            expected_calls_per_second: None,
+        }
+    }
+}
+
+/// The sliding window behind the trip decision (seed 001 §3.3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
+)]
+pub enum WindowConfig {
+    /// The last `size` outcomes: a constant sample, no sense of time. For
+    /// steady high-rate traffic.
+    Count {
+        /// Number of outcomes kept, 1..=30 000.
+        size: u32,
+    },
+    /// The outcomes of the last `length`, in `buckets` slices: a sense of
+    /// time, a varying sample. The general default.
+    Time {
+        /// Window length, 1 s ..= 1 h.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        length: Duration,
+        /// Number of slices, 1..=120; the window slides one slice at a time.
+        buckets: u32,
+    },
+}
+
+impl WindowConfig {
+    /// Largest count window: aggregates are packed in 16-bit signed fields.
+    pub const MAX_COUNT: u32 = 30_000;
+    /// Most buckets in a time window.
+    pub const MAX_BUCKETS: u32 = 120;
+    /// Shortest time window (aliasing of bucket laps needs ≥ 1 s, see
+    /// `window/time.rs`).
+    pub const MIN_LENGTH: Duration = Duration::from_secs(1);
+    /// Longest time window.
+    pub const MAX_LENGTH: Duration = Duration::from_secs(3600);
+}
+
+/// How probes are admitted and judged while half-open (seed 001 §2.2.3, §4.1).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)
+)]
+pub enum HalfOpenPolicy {
+    /// One probe at a time; any probe failure reopens; `successes`
+    /// consecutive successes close. Gentlest on a recovering dependency.
+    Consecutive {
+        /// Successes needed to close, 1..=10 000.
+        successes: u32,
+    },
+    /// Up to `calls` probes in this half-open round (a total, not a
+    /// concurrency limit); reopen as soon as failures / calls reaches
+    /// `failure_rate_threshold`, close when all `calls` have finished below it.
+    Permits {
+        /// Probes in the round, 1..=10 000.
+        calls: u32,
+        /// The round's own, usually stricter, threshold (0, 1].
+        failure_rate_threshold: f64,
+    },
+}
+
+impl HalfOpenPolicy {
+    /// Most probes a policy may ask for.
+    pub const MAX_PROBES: u32 = 10_000;
+
+    /// How many probe outcomes the policy needs to decide.
+    pub fn probes(&self) -> u32 {
+        match self {
+            HalfOpenPolicy::Consecutive { successes } => *successes,
+            HalfOpenPolicy::Permits { calls, .. } => *calls,
+        }
+    }
+}
+
+/// A config value that can never work, naming the field and the constraint.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid breaker config: `{field}` {constraint}")]
+pub struct ConfigError {
+    /// The offending key, dotted for nested values (`half_open.calls`).
+    pub field: String,
+    /// What the value must satisfy, and what it was.
+    pub constraint: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(field: impl Into<String>, constraint: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            constraint: constraint.into(),
+        }
+    }
+}
+
+/// A config value that works but probably not as intended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// The key the warning is about.
+    pub field: String,
+    /// What is likely wrong and why.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.field, self.message)
+    }
+}
+
+pub(crate) fn check_rate(field: &str, v: f64) -> Result<(), ConfigError> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be a fraction in (0, 1], got {v}"),
+        ))
+    }
+}
+
+pub(crate) fn check_duration(
+    field: &str,
+    d: Duration,
+    min: Duration,
+    max: Duration,
+) -> Result<(), ConfigError> {
+    if d < min || d > max || d.is_zero() {
+        return Err(ConfigError::new(
+            field,
+            format!(
+                "must be between {} and {}, got {}",
+                humantime::format_duration(min.max(Duration::from_nanos(1))),
+                humantime::format_duration(max),
+                humantime::format_duration(d)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_range(field: &str, v: u32, min: u32, max: u32) -> Result<(), ConfigError> {
+    if v < min || v > max {
+        return Err(ConfigError::new(
+            field,
+            format!("must be between {min} and {max}, got {v}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Longest open duration or backoff cap accepted: a day.
+pub const MAX_OPEN_DURATION: Duration = Duration::from_secs(86_400);
+
+impl CircuitBreakerConfig {
+    /// Checks every field; hard contradictions are errors, soft ones warnings.
+    pub fn validate(&self) -> Result<Vec<ConfigWarning>, ConfigError> {
+        let mut warnings = Vec::new();
+        if self.name.is_empty() {
+            return Err(ConfigError::new("name", "must not be empty"));
+        }
+        match self.window {
+            WindowConfig::Count { size } => {
+                check_range("window.size", size, 1, WindowConfig::MAX_COUNT)?
+            }
+            WindowConfig::Time { length, buckets } => {
+                check_duration(
+                    "window.length",
+                    length,
+                    WindowConfig::MIN_LENGTH,
+                    WindowConfig::MAX_LENGTH,
+                )?;
+                check_range("window.buckets", buckets, 1, WindowConfig::MAX_BUCKETS)?;
+            }
+        }
+        check_range("minimum_calls", self.minimum_calls, 1, u32::MAX)?;
+        check_rate("failure_rate_threshold", self.failure_rate_threshold)?;
+        check_rate("slow_call_rate_threshold", self.slow_call_rate_threshold)?;
+        if let Some(d) = self.slow_call_duration {
+            check_duration(
+                "slow_call_duration",
+                d,
+                Duration::from_nanos(1),
+                MAX_OPEN_DURATION,
+            )?;
+        }
+        self.open_duration.validate("open_duration")?;
+        match &self.half_open {
+            HalfOpenPolicy::Consecutive { successes } => check_range(
+                "half_open.successes",
+                *successes,
+                1,
+                HalfOpenPolicy::MAX_PROBES,
+            )?,
+            HalfOpenPolicy::Permits {
+                calls,
+                failure_rate_threshold,
+            } => {
+                check_range("half_open.calls", *calls, 1, HalfOpenPolicy::MAX_PROBES)?;
+                check_rate("half_open.failure_rate_threshold", *failure_rate_threshold)?;
+            }
+        }
+        if let Some(d) = self.max_half_open_duration {
+            check_duration(
+                "max_half_open_duration",
+                d,
+                Duration::from_nanos(1),
+                MAX_OPEN_DURATION,
+            )?;
+        }
+        if let Some(rps) = self.expected_calls_per_second
+            && !(rps > 0.0 && rps.is_finite())
+        {
+            return Err(ConfigError::new(
+                "expected_calls_per_second",
+                format!("must be a positive number, got {rps}"),
+            ));
+        }
+        self.soft_checks(&mut warnings);
+        Ok(warnings)
+    }
+
+    fn soft_checks(&self, warnings: &mut Vec<ConfigWarning>) {
+        let mut warn = |field: &str, message: String| {
+            warnings.push(ConfigWarning {
+                field: field.to_owned(),
+                message,
+            })
+        };
+        let probes = self.half_open.probes();
+        if probes > self.minimum_calls {
+            warn(
+                "half_open",
+                format!(
+                    "{probes} half-open probes exceed minimum_calls = {}: probing hits a \
+                     recovering dependency harder than the closed state needs to judge it",
+                    self.minimum_calls
+                ),
+            );
+        }
+        match self.window {
+            WindowConfig::Count { size } if size < self.minimum_calls => warn(
+                "minimum_calls",
+                format!(
+                    "{} is more than the window holds ({size}): the breaker can never trip",
+                    self.minimum_calls
+                ),
+            ),
+            WindowConfig::Time { length, .. } => {
+                if let Some(rps) = self.expected_calls_per_second {
+                    let expected = rps * length.as_secs_f64();
+                    if expected < f64::from(self.minimum_calls) {
+                        warn(
+                            "minimum_calls",
+                            format!(
+                                "a {} window at {rps} calls/s holds ~{expected:.0} calls, fewer \
+                                 than minimum_calls = {}: the breaker can never trip",
+                                humantime::format_duration(length),
+                                self.minimum_calls
+                            ),
+                        );
+                    } else if expected < 2.0 * f64::from(self.minimum_calls) {
+                        warn(
+                            "window.length",
+                            format!(
+                                "a {} window at {rps} calls/s holds ~{expected:.0} calls, barely \
+                                 above minimum_calls = {}: a dip in traffic disarms the breaker",
+                                humantime::format_duration(length),
+                                self.minimum_calls
+                            ),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

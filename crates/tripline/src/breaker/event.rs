@@ -1,0 +1,298 @@
+//! Events: every decision a breaker takes, explained (DESIGN §3, seed 001 §8.2).
+//!
+//! A transition event carries what an on-call engineer needs to judge it
+//! without another system: from, to, when, why, the window that caused it,
+//! the thresholds in force and the next open duration. Events go to
+//! subscribers (callbacks) and to `tracing`. Rejections are counted in the
+//! metrics, never logged: an open breaker rejects at full call rate.
+//!
+//! Delivery is ordered and lock-free for the breaker: each event gets a
+//! sequence number at the moment it happens (transitions allocate it while
+//! they hold the state word), and whichever thread finds the next number in
+//! the queue delivers it, outside any lock. A subscriber may therefore call
+//! back into the breaker (force it open, say) without deadlocking.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use super::State;
+use super::window::WindowSnapshot;
+use crate::clock::Timestamp;
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, lock};
+
+/// Why a transition happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Reason {
+    /// The failure rate reached its threshold with enough calls.
+    FailureRate,
+    /// The slow-call rate reached its threshold with enough calls.
+    SlowCallRate,
+    /// The open duration elapsed; the next call probes.
+    OpenDurationElapsed,
+    /// A half-open probe round failed.
+    ProbeFailed,
+    /// A half-open probe round succeeded.
+    ProbesSucceeded,
+    /// The half-open state outlived `max_half_open_duration`.
+    HalfOpenTimeout,
+    /// An operator (or a server's Retry-After) set the state.
+    Forced,
+}
+
+impl Reason {
+    /// The snake_case name used in events and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::FailureRate => "failure_rate",
+            Reason::SlowCallRate => "slow_call_rate",
+            Reason::OpenDurationElapsed => "open_duration_elapsed",
+            Reason::ProbeFailed => "probe_failed",
+            Reason::ProbesSucceeded => "probes_succeeded",
+            Reason::HalfOpenTimeout => "half_open_timeout",
+            Reason::Forced => "forced",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The thresholds in force when a decision was taken.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Thresholds {
+    /// Calls needed before rates count.
+    pub minimum_calls: u64,
+    /// Failure rate that trips.
+    pub failure_rate: f64,
+    /// Slow-call rate that trips.
+    pub slow_call_rate: f64,
+    /// Duration from which a call is slow, if slow detection is on.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub slow_call_duration: Option<Duration>,
+}
+
+/// One state change.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Transition {
+    /// State before.
+    pub from: State,
+    /// State after.
+    pub to: State,
+    /// Why.
+    pub reason: Reason,
+    /// The window (or, leaving half-open, the probe round as calls and
+    /// failures) the decision was taken on.
+    pub window: WindowSnapshot,
+    /// Thresholds in force.
+    pub thresholds: Thresholds,
+    /// How long the breaker will stay open, when `to` is `Open`.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub open_duration: Option<Duration>,
+    /// The state generation this transition created.
+    pub generation: u64,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "type", rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The state changed.
+    Transition(Transition),
+    /// In `MetricsOnly` (shadow) mode, the breaker would have tripped; the
+    /// window is reset as a trip would, so the report repeats only when the
+    /// condition recurs.
+    WouldTrip {
+        /// Which threshold was crossed.
+        reason: Reason,
+        /// The window that crossed it.
+        window: WindowSnapshot,
+        /// Thresholds in force.
+        thresholds: Thresholds,
+    },
+}
+
+/// An event from one breaker.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Event {
+    /// The breaker's name.
+    pub breaker: Arc<str>,
+    /// When, on the breaker's clock.
+    pub at: Timestamp,
+    /// What.
+    pub kind: EventKind,
+}
+
+#[cfg(feature = "serde")]
+mod serde_timestamp {
+    use crate::clock::Timestamp;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Timestamps serialise as seconds (float) since the clock's epoch.
+    impl Serialize for Timestamp {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_f64(self.as_secs_f64())
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Timestamp {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let secs = f64::deserialize(d)?;
+            std::time::Duration::try_from_secs_f64(secs)
+                .map(Timestamp::from_duration)
+                .map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+type Callback = Arc<dyn Fn(&Event) + Send + Sync>;
+
+#[derive(Default)]
+struct Queue {
+    next: u64,
+    pending: BTreeMap<u64, Event>,
+    delivering: bool,
+}
+
+/// Subscribers and the ordered delivery queue of one breaker.
+pub(crate) struct EventHub {
+    seq: AtomicU64,
+    next_id: AtomicU64,
+    subscribers: Mutex<Vec<(u64, Callback)>>,
+    queue: Mutex<Queue>,
+}
+
+impl EventHub {
+    pub(crate) fn new() -> Self {
+        EventHub {
+            seq: AtomicU64::new(0),
+            next_id: AtomicU64::new(0),
+            subscribers: Mutex::new(Vec::new()),
+            queue: Mutex::new(Queue::default()),
+        }
+    }
+
+    /// Reserves the delivery position of an event happening now.
+    pub(crate) fn reserve(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::AcqRel)
+    }
+
+    pub(crate) fn subscribe(&self, f: Callback) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.subscribers).push((id, f));
+        id
+    }
+
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        lock(&self.subscribers).retain(|(i, _)| *i != id);
+    }
+
+    pub(crate) fn unsubscribe_all(&self) {
+        lock(&self.subscribers).clear();
+    }
+
+    /// Queues the event reserved as `seq` and delivers every event that is
+    /// next in line, unless another thread is already delivering.
+    pub(crate) fn publish(&self, seq: u64, event: Event) {
+        trace(&event);
+        let mut q = lock(&self.queue);
+        q.pending.insert(seq, event);
+        if q.delivering {
+            return;
+        }
+        q.delivering = true;
+        loop {
+            let next = q.next;
+            let Some(event) = q.pending.remove(&next) else {
+                q.delivering = false;
+                return;
+            };
+            q.next += 1;
+            drop(q);
+            let subscribers: Vec<Callback> = lock(&self.subscribers)
+                .iter()
+                .map(|(_, f)| f.clone())
+                .collect();
+            for f in subscribers {
+                // A panicking subscriber must not stop delivery to the others
+                // nor leave the queue marked as delivering.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&event)));
+            }
+            q = lock(&self.queue);
+        }
+    }
+}
+
+fn trace(event: &Event) {
+    match &event.kind {
+        EventKind::Transition(t) => tracing::info!(
+            target: "tripline::breaker",
+            breaker = %event.breaker,
+            at = ?event.at,
+            from = %t.from,
+            to = %t.to,
+            reason = %t.reason,
+            calls = t.window.calls,
+            failures = t.window.failures,
+            slow = t.window.slow,
+            failure_rate = t.window.failure_rate(),
+            slow_call_rate = t.window.slow_call_rate(),
+            failure_rate_threshold = t.thresholds.failure_rate,
+            slow_call_rate_threshold = t.thresholds.slow_call_rate,
+            minimum_calls = t.thresholds.minimum_calls,
+            open_duration = ?t.open_duration,
+            generation = t.generation,
+            "circuit breaker transition"
+        ),
+        EventKind::WouldTrip { reason, window, .. } => tracing::warn!(
+            target: "tripline::breaker",
+            breaker = %event.breaker,
+            reason = %reason,
+            calls = window.calls,
+            failures = window.failures,
+            slow = window.slow,
+            "circuit breaker would trip (metrics-only mode)"
+        ),
+    }
+}
+
+/// Keeps a subscription alive; dropping it unsubscribes.
+#[must_use = "dropping a Subscription unsubscribes at once"]
+pub struct Subscription {
+    pub(crate) hub: std::sync::Weak<super::core::Inner>,
+    pub(crate) id: u64,
+}
+
+impl Subscription {
+    /// Keeps the callback subscribed for the breaker's whole life.
+    pub fn detach(mut self) {
+        self.hub = std::sync::Weak::new();
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(inner) = self.hub.upgrade() {
+            inner.events.unsubscribe(self.id);
+        }
+    }
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription")
+            .field("id", &self.id)
+            .finish()
+    }
+}

@@ -1,0 +1,232 @@
+//! Permits: the RAII guard between admission and outcome.
+//!
+//! A permit has exactly one terminal event: [`Permit::record`], or its drop.
+//! Dropping an unrecorded permit — the future was cancelled, the closure
+//! panicked, the caller gave up — releases its half-open slot with a neutral
+//! verdict: cancellation is not evidence about the dependency, and a slot
+//! that is never returned would pin the breaker half-open forever (seed 001
+//! §2.2.4). No code path can leak a slot.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::State;
+use super::core::{Admission, Inner};
+use super::half_open::Verdict;
+use super::stripe::Counter;
+use crate::classify::Outcome;
+use crate::sync::Arc;
+
+/// A call refused by the breaker itself, without reaching the dependency.
+///
+/// Distinct from every failure of the dependency, so callers and dashboards
+/// can tell "rejected locally" from "failed remotely" (seed 001 §8.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rejected {
+    /// The state that refused the call.
+    pub state: State,
+    /// When a retry may be admitted, if known: the rest of the open
+    /// duration. `None` while forced open or while half-open probes are busy.
+    pub retry_after: Option<Duration>,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call rejected: circuit breaker is {}", self.state)?;
+        if let Some(d) = self.retry_after {
+            write!(f, " (retry after {:?})", d)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// The error of [`CircuitBreaker::call`](super::CircuitBreaker::call): the
+/// breaker refused, or the call itself failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CallError<E> {
+    /// The breaker did not let the call through.
+    Rejected(Rejected),
+    /// The call ran and returned this error.
+    Inner(E),
+}
+
+impl<E> CallError<E> {
+    /// The call's own error, if it ran.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            CallError::Inner(e) => Some(e),
+            CallError::Rejected(_) => None,
+        }
+    }
+
+    /// Whether the breaker refused the call.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self, CallError::Rejected(_))
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CallError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Rejected(r) => r.fmt(f),
+            CallError::Inner(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Rejected(r) => Some(r),
+            CallError::Inner(e) => Some(e),
+        }
+    }
+}
+
+/// The shared logic of borrowed and owned permits.
+#[derive(Debug)]
+struct Ticket {
+    admission: Admission,
+    generation: u64,
+    settled: bool,
+}
+
+impl Ticket {
+    #[inline]
+    fn record(&mut self, inner: &Inner, outcome: Outcome, elapsed: Duration) {
+        self.settled = true;
+        inner.record(self.admission, self.generation, outcome, elapsed);
+    }
+
+    #[inline]
+    fn release(&mut self, inner: &Inner) {
+        if self.settled {
+            return;
+        }
+        self.settled = true;
+        if self.admission == Admission::Probe {
+            inner.settle_probe(self.generation, Verdict::Neutral);
+        }
+        inner.counters().add(Counter::Cancelled, 1);
+    }
+}
+
+/// Permission to make one call, borrowed from the breaker.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::{CircuitBreaker, Outcome};
+///
+/// let breaker = CircuitBreaker::try_new(Default::default()).unwrap();
+/// let permit = breaker.try_acquire().expect("closed");
+/// // ... make the call ...
+/// permit.record(Outcome::Success, Duration::from_millis(12));
+/// ```
+#[must_use = "record the outcome, or drop the permit to release it neutrally"]
+pub struct Permit<'a> {
+    inner: &'a Inner,
+    ticket: Ticket,
+}
+
+impl<'a> Permit<'a> {
+    #[inline]
+    pub(crate) fn new(inner: &'a Inner, admission: Admission, generation: u64) -> Self {
+        Permit {
+            inner,
+            ticket: Ticket {
+                admission,
+                generation,
+                settled: false,
+            },
+        }
+    }
+
+    /// Records the call's outcome and how long it took (for slow-call
+    /// detection). Consumes the permit.
+    #[inline]
+    pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
+        self.ticket.record(self.inner, outcome, elapsed);
+    }
+
+    /// Whether this permit is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.ticket.admission == Admission::Probe
+    }
+
+    /// The state generation the permit was admitted under.
+    pub fn generation(&self) -> u64 {
+        self.ticket.generation
+    }
+}
+
+impl Drop for Permit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.ticket.settled {
+            self.ticket.release(self.inner);
+        }
+    }
+}
+
+impl fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("ticket", &self.ticket)
+            .finish()
+    }
+}
+
+/// Permission to make one call, owning a handle to the breaker: for
+/// futures that must be `'static` (tower services, spawned tasks).
+#[must_use = "record the outcome, or drop the permit to release it neutrally"]
+pub struct OwnedPermit {
+    inner: Arc<Inner>,
+    ticket: Ticket,
+}
+
+impl OwnedPermit {
+    pub(crate) fn new(inner: Arc<Inner>, admission: Admission, generation: u64) -> Self {
+        OwnedPermit {
+            inner,
+            ticket: Ticket {
+                admission,
+                generation,
+                settled: false,
+            },
+        }
+    }
+
+    /// Records the call's outcome and duration. Consumes the permit.
+    pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
+        self.ticket.record(&self.inner, outcome, elapsed);
+    }
+
+    /// Whether this permit is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.ticket.admission == Admission::Probe
+    }
+
+    /// The state generation the permit was admitted under.
+    pub fn generation(&self) -> u64 {
+        self.ticket.generation
+    }
+}
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        if !self.ticket.settled {
+            self.ticket.release(&self.inner);
+        }
+    }
+}
+
+impl fmt::Debug for OwnedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedPermit")
+            .field("breaker", &self.inner.name)
+            .field("ticket", &self.ticket)
+            .finish()
+    }
+}

@@ -1,0 +1,227 @@
+//! Count window: the last N recorded outcomes.
+//!
+//! # Algorithm
+//!
+//! A cursor hands out positions; position `p` lives in slot `p % N`. Each
+//! slot holds `tag << 2 | bits`, where `tag` identifies the window
+//! generation (bumped by every reset) and `bits` are [`FAILURE`]/[`SLOW`].
+//! A slot written under an older tag counts as empty, so a reset is O(1):
+//! bump the tag, zero the aggregate, remember the cursor as the new base.
+//!
+//! The aggregate packs failures, slow and slow-failure counts with the low
+//! 16 bits of the tag into one word, so each change is a single CAS that
+//! fails if a reset intervened. Fields are 16-bit two's-complement: while
+//! two writers race on one slot a count may dip below zero for an instant,
+//! and the decoder recovers the exact signed values (|field| < 2^15, hence
+//! the 30 000-slot limit). `calls` is `min(cursor − base, N)`.
+//!
+//! # Hot path
+//!
+//! A success that lands on a slot already holding a success of the current
+//! generation changes nothing: one `fetch_add` on the cursor, two loads.
+//! Only failures, slow calls and the first lap after a reset CAS the slot
+//! and the aggregate.
+//!
+//! # Concurrency argument
+//!
+//! Invariant: `aggregate = Σ bits of slots tagged with the current tag`,
+//! at every quiescent moment.
+//! * A slot CAS replaces exactly the value the writer read, so the delta it
+//!   applies to the aggregate is exactly the change in that slot.
+//! * A writer never overwrites a slot tagged newer than its own tag.
+//! * A reset stores the new aggregate before publishing the new tag. A
+//!   writer that read the old tag either CASes the aggregate before the
+//!   reset (and the reset discards it, along with its now-stale slot) or
+//!   fails its CAS and abandons the update (its slot is stale too).
+//! * Positions racing on the same slot (a writer preempted for a whole lap)
+//!   may be attributed to the neighbouring lap; no count is lost or drifts.
+
+use super::{FAILURE, SLOW, Totals, WindowSnapshot};
+use crate::breaker::stripe::Padded;
+use crate::sync::{AtomicU64, Ordering};
+
+const TAG_MASK: u64 = 0xFFFF;
+const F_ONE: u64 = 1 << 16;
+const S_ONE: u64 = 1 << 32;
+const SF_ONE: u64 = 1 << 48;
+
+pub(crate) struct CountWindow {
+    size: u64,
+    cursor: Padded<AtomicU64>,
+    aggregate: Padded<AtomicU64>,
+    /// Current generation tag and the cursor value at the last reset; both
+    /// read-mostly.
+    tag: AtomicU64,
+    base: AtomicU64,
+    /// Cumulative failure / slow / slow-failure counts, for metrics.
+    totals: [AtomicU64; 3],
+    slots: Box<[AtomicU64]>,
+}
+
+fn encode(bits: u8) -> u64 {
+    let mut v = 0;
+    if bits & FAILURE != 0 {
+        v += F_ONE;
+    }
+    if bits & SLOW != 0 {
+        v += S_ONE;
+    }
+    if bits == FAILURE | SLOW {
+        v += SF_ONE;
+    }
+    v
+}
+
+/// Decodes the three signed 16-bit fields above the tag.
+fn decode(aggregate: u64) -> [i64; 3] {
+    let mut x = (aggregate >> 16) as i64;
+    let mut out = [0i64; 3];
+    for field in &mut out {
+        let v = i64::from(x as u16 as i16);
+        *field = v;
+        x = (x - v) >> 16;
+    }
+    out
+}
+
+impl CountWindow {
+    pub(crate) fn new(size: u32) -> Self {
+        let size = u64::from(size.max(1));
+        CountWindow {
+            size,
+            cursor: Padded(AtomicU64::new(0)),
+            aggregate: Padded(AtomicU64::new(0)),
+            tag: AtomicU64::new(0),
+            base: AtomicU64::new(0),
+            totals: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+            slots: (0..size).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn record(&self, bits: u8) {
+        let p = self.cursor.fetch_add(1, Ordering::Relaxed);
+        if bits != 0 {
+            self.count_total(bits);
+        }
+        let tag = self.tag.load(Ordering::Acquire);
+        let slot = &self.slots[(p % self.size) as usize];
+        let new = (tag << 2) | u64::from(bits);
+        let mut old = slot.load(Ordering::Acquire);
+        loop {
+            if old == new || (old >> 2) > tag {
+                // Unchanged, or a newer generation owns the slot.
+                return;
+            }
+            match slot.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(v) => old = v,
+            }
+        }
+        let old_bits = if old >> 2 == tag { (old & 3) as u8 } else { 0 };
+        if old_bits == bits {
+            return;
+        }
+        let delta = encode(bits).wrapping_sub(encode(old_bits));
+        let mut agg = self.aggregate.load(Ordering::Acquire);
+        while agg & TAG_MASK == tag & TAG_MASK {
+            match self.aggregate.compare_exchange_weak(
+                agg,
+                agg.wrapping_add(delta),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(v) => agg = v,
+            }
+        }
+    }
+
+    #[cold]
+    fn count_total(&self, bits: u8) {
+        if bits & FAILURE != 0 {
+            self.totals[0].fetch_add(1, Ordering::Relaxed);
+        }
+        if bits & SLOW != 0 {
+            self.totals[1].fetch_add(1, Ordering::Relaxed);
+        }
+        if bits == FAILURE | SLOW {
+            self.totals[2].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the window holds any failure or slow call.
+    #[inline]
+    pub(crate) fn has_bad_calls(&self) -> bool {
+        self.aggregate.load(Ordering::Acquire) >> 16 != 0
+    }
+
+    pub(crate) fn snapshot(&self) -> WindowSnapshot {
+        let [failures, slow, slow_failures] = decode(self.aggregate.load(Ordering::Acquire));
+        let base = self.base.load(Ordering::Acquire);
+        let cursor = self.cursor.load(Ordering::Acquire);
+        WindowSnapshot {
+            calls: cursor.saturating_sub(base).min(self.size),
+            failures: failures.max(0) as u64,
+            slow: slow.max(0) as u64,
+            slow_failures: slow_failures.max(0) as u64,
+        }
+    }
+
+    /// Only the transition winner resets, so resets never race each other.
+    pub(crate) fn reset(&self) {
+        let tag = self.tag.load(Ordering::Acquire) + 1;
+        self.base
+            .store(self.cursor.load(Ordering::Acquire), Ordering::Release);
+        self.aggregate.store(tag & TAG_MASK, Ordering::Release);
+        self.tag.store(tag, Ordering::Release);
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        Totals {
+            calls: self.cursor.load(Ordering::Relaxed),
+            failures: self.totals[0].load(Ordering::Relaxed),
+            slow: self.totals[1].load(Ordering::Relaxed),
+            slow_failures: self.totals[2].load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<AtomicU64>()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_recovers_transiently_negative_fields() {
+        let agg = 5u64 // tag
+            .wrapping_add(encode(SLOW))
+            .wrapping_sub(encode(FAILURE))
+            .wrapping_sub(encode(FAILURE | SLOW));
+        assert_eq!(decode(agg), [-2, 0, -1]);
+        assert_eq!(agg & TAG_MASK, 5);
+    }
+
+    #[test]
+    fn evicts_the_oldest_outcome() {
+        let w = CountWindow::new(3);
+        for bits in [FAILURE, 0, SLOW] {
+            w.record(bits);
+        }
+        let s = w.snapshot();
+        assert_eq!((s.calls, s.failures, s.slow), (3, 1, 1));
+        w.record(0); // evicts the failure
+        let s = w.snapshot();
+        assert_eq!((s.calls, s.failures, s.slow), (3, 0, 1));
+        w.reset();
+        assert_eq!(w.snapshot(), WindowSnapshot::default());
+        w.record(FAILURE | SLOW);
+        let s = w.snapshot();
+        assert_eq!((s.calls, s.failures, s.slow, s.slow_failures), (1, 1, 1, 1));
+        assert_eq!(w.totals().calls, 5);
+        assert_eq!(w.totals().failures, 2);
+    }
+}

@@ -1,0 +1,256 @@
+//! Time window: the outcomes of the last `length`, in `buckets` slices.
+//!
+//! # Algorithm
+//!
+//! Time is cut into epochs of `width = length / buckets`; epoch `e` lives in
+//! bucket `e % buckets` and is its `lap = e / buckets`. Every counter word
+//! carries the lap it counts for in its top 28 bits (count in the low 36),
+//! so a stale bucket resets itself: a writer that finds an older lap CASes
+//! the word to `(lap, 1)` and folds the old count into the cumulative total.
+//! Readers sum only the words whose lap is the live one for their bucket.
+//! No word is ever zeroed under a writer's feet, so there is no reset race.
+//!
+//! # Striping
+//!
+//! Each thread writes its own stripe (see `stripe.rs`): two threads sharing
+//! a breaker touch different cache lines, so the time window scales across
+//! cores. Readers sum the stripes. A stripe's buckets are contiguous and
+//! cache-line aligned.
+//!
+//! # Limits
+//!
+//! A 36-bit count holds 68·10⁹ calls per stripe per bucket. A 28-bit lap
+//! repeats every 2²⁸ window lengths (8.5 years for the 1 s minimum), so a
+//! word untouched for exactly that long would be read as live; the breaker
+//! documents this and nothing else can alias.
+
+use super::{FAILURE, SLOW, Totals, WindowSnapshot};
+use crate::breaker::stripe::{self, Padded};
+use crate::clock::{Timestamp, duration_to_nanos};
+use crate::sync::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const COUNT_BITS: u32 = 36;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+const LAP_MASK: u64 = (1 << (64 - COUNT_BITS)) - 1;
+/// Words per bucket: calls, failures, slow, slow failures.
+const FIELDS: usize = 4;
+
+pub(crate) struct TimeWindow {
+    width: u64,
+    buckets: u64,
+    stripes: usize,
+    /// Words of one stripe, rounded up to whole cache lines.
+    stripe_words: usize,
+    /// `(epoch << 1) | pending` as of the last evaluation (see
+    /// [`TimeWindow::success_may_trip`]).
+    last_eval: AtomicU64,
+    lines: Box<[Padded<[AtomicU64; 8]>]>,
+    /// Per stripe: counts folded out of expired words, per field.
+    folded: Box<[Padded<[AtomicU64; FIELDS]>]>,
+}
+
+#[inline]
+fn lap_of(word: u64) -> u64 {
+    word >> COUNT_BITS
+}
+
+impl TimeWindow {
+    pub(crate) fn new(length: Duration, buckets: u32, stripes: usize) -> Self {
+        let buckets = u64::from(buckets.max(1));
+        let width = (duration_to_nanos(length) / buckets).max(1);
+        let stripe_words = (buckets as usize * FIELDS).div_ceil(8) * 8;
+        let lines = (0..stripes * stripe_words / 8)
+            .map(|_| Padded(Default::default()))
+            .collect();
+        TimeWindow {
+            width,
+            buckets,
+            stripes,
+            stripe_words,
+            last_eval: AtomicU64::new(u64::MAX),
+            lines,
+            folded: (0..stripes).map(|_| Padded(Default::default())).collect(),
+        }
+    }
+
+    #[inline]
+    fn word(&self, stripe: usize, bucket: usize, field: usize) -> &AtomicU64 {
+        let i = stripe * self.stripe_words + bucket * FIELDS + field;
+        &self.lines[i / 8].0[i % 8]
+    }
+
+    #[inline]
+    fn epoch(&self, now: Timestamp) -> u64 {
+        now.as_nanos() / self.width
+    }
+
+    #[inline]
+    pub(crate) fn record(&self, bits: u8, now: Timestamp) {
+        let epoch = self.epoch(now);
+        let bucket = (epoch % self.buckets) as usize;
+        let lap = (epoch / self.buckets) & LAP_MASK;
+        let stripe = stripe::current(self.stripes);
+        self.bump(stripe, bucket, 0, lap);
+        if bits != 0 {
+            if bits & FAILURE != 0 {
+                self.bump(stripe, bucket, 1, lap);
+            }
+            if bits & SLOW != 0 {
+                self.bump(stripe, bucket, 2, lap);
+            }
+            if bits == FAILURE | SLOW {
+                self.bump(stripe, bucket, 3, lap);
+            }
+        }
+    }
+
+    #[inline]
+    fn bump(&self, stripe: usize, bucket: usize, field: usize, lap: u64) {
+        let word = self.word(stripe, bucket, field);
+        let mut old = word.load(Ordering::Relaxed);
+        loop {
+            let new = if lap_of(old) == lap {
+                old + 1
+            } else {
+                (lap << COUNT_BITS) | 1
+            };
+            match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    if lap_of(old) != lap {
+                        self.fold(stripe, field, old);
+                    }
+                    return;
+                }
+                Err(v) => {
+                    old = v;
+                    stripe::collided();
+                }
+            }
+        }
+    }
+
+    fn fold(&self, stripe: usize, field: usize, old: u64) {
+        let n = old & COUNT_MASK;
+        if n != 0 {
+            self.folded[stripe].0[field].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// A success can raise the failure rate only by expiring older calls
+    /// (a new epoch since the last evaluation) or complete a sample with bad
+    /// calls in it (the last evaluation saw bad calls below `minimum_calls`).
+    #[inline]
+    pub(crate) fn success_may_trip(&self, now: Timestamp) -> bool {
+        let last = self.last_eval.load(Ordering::Relaxed);
+        last & 1 == 1 || last >> 1 != self.epoch(now)
+    }
+
+    /// Records what an evaluation at `now` found. Concurrent evaluations may
+    /// overwrite each other; a lost `pending` delays the next evaluation to
+    /// the next failure or epoch, never past one bucket width.
+    pub(crate) fn evaluated(&self, now: Timestamp, pending: bool) {
+        let v = (self.epoch(now) << 1) | u64::from(pending);
+        if self.last_eval.load(Ordering::Relaxed) != v {
+            self.last_eval.store(v, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self, now: Timestamp) -> WindowSnapshot {
+        let epoch = self.epoch(now);
+        let mut sums = [0u64; FIELDS];
+        for bucket in 0..self.buckets {
+            // The live epoch of this bucket: the latest e ≤ now with e % B == bucket.
+            let back = (epoch % self.buckets + self.buckets - bucket) % self.buckets;
+            let Some(live) = epoch.checked_sub(back) else {
+                continue;
+            };
+            let lap = (live / self.buckets) & LAP_MASK;
+            for stripe in 0..self.stripes {
+                for (field, sum) in sums.iter_mut().enumerate() {
+                    let w = self
+                        .word(stripe, bucket as usize, field)
+                        .load(Ordering::Acquire);
+                    if lap_of(w) == lap {
+                        *sum += w & COUNT_MASK;
+                    }
+                }
+            }
+        }
+        WindowSnapshot {
+            calls: sums[0],
+            failures: sums[1],
+            slow: sums[2],
+            slow_failures: sums[3],
+        }
+    }
+
+    /// Zeroes every word, folding what it held into the totals. Words that
+    /// writers bump concurrently restart from zero: the reset wins or the
+    /// write lands after it, and nothing is double counted.
+    pub(crate) fn reset(&self) {
+        for stripe in 0..self.stripes {
+            for bucket in 0..self.buckets as usize {
+                for field in 0..FIELDS {
+                    let old = self.word(stripe, bucket, field).swap(0, Ordering::AcqRel);
+                    self.fold(stripe, field, old);
+                }
+            }
+        }
+        self.last_eval.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        let mut sums = [0u64; FIELDS];
+        for stripe in 0..self.stripes {
+            for (field, sum) in sums.iter_mut().enumerate() {
+                *sum += self.folded[stripe].0[field].load(Ordering::Relaxed);
+                for bucket in 0..self.buckets as usize {
+                    *sum += self.word(stripe, bucket, field).load(Ordering::Relaxed) & COUNT_MASK;
+                }
+            }
+        }
+        Totals {
+            calls: sums[0],
+            failures: sums[1],
+            slow: sums[2],
+            slow_failures: sums[3],
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.lines.len() * 64 + self.folded.len() * 64
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn buckets_expire_and_reset_on_reuse() {
+        // 10 s in 10 buckets of 1 s.
+        let w = TimeWindow::new(Duration::from_secs(10), 10, 2);
+        w.record(FAILURE, at(0));
+        w.record(0, at(500));
+        w.record(SLOW, at(9_999));
+        let s = w.snapshot(at(9_999));
+        assert_eq!((s.calls, s.failures, s.slow), (3, 1, 1));
+        // At 10 s the first bucket (0..1 s) has expired.
+        let s = w.snapshot(at(10_000));
+        assert_eq!((s.calls, s.failures, s.slow), (1, 0, 1));
+        // Writing at 10.5 s reuses bucket 0: its stale counts are replaced.
+        w.record(0, at(10_500));
+        let s = w.snapshot(at(10_500));
+        assert_eq!((s.calls, s.failures, s.slow), (2, 0, 1));
+        assert_eq!(w.totals().calls, 4);
+        assert_eq!(w.totals().failures, 1);
+        w.reset();
+        assert_eq!(w.snapshot(at(10_500)), WindowSnapshot::default());
+        assert_eq!(w.totals().calls, 4, "totals survive resets");
+    }
+}

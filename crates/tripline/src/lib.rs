@@ -1,0 +1,55 @@
+//! # tripline
+//!
+//! Fault tolerance for services that call other services. When a dependency
+//! turns slow or dies, callers' threads, connections and retries pile up and
+//! one sick dependency takes down the whole call graph; tripline stops that
+//! cascade.
+//!
+//! * [`CircuitBreaker`] — trips on failure rate *and* slow-call rate over a
+//!   count or time window, probes carefully while half-open (no leaked or
+//!   stuck probe), and explains every decision with an [`Event`].
+//! * [`clock`] — time is injected: [`ManualClock`](clock::ManualClock) makes
+//!   every time-dependent behaviour testable without sleeping.
+//! * [`classify`] — which results count as failures.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tripline::clock::ManualClock;
+//! use tripline::{CircuitBreaker, CircuitBreakerConfig, State, WindowConfig};
+//!
+//! let clock = ManualClock::new();
+//! let breaker = CircuitBreaker::builder()
+//!     .config(CircuitBreakerConfig {
+//!         name: "geo".into(),
+//!         window: WindowConfig::Count { size: 20 },
+//!         minimum_calls: 10,
+//!         failure_rate_threshold: 0.5,
+//!         ..Default::default()
+//!     })
+//!     .clock(clock.clone())
+//!     .build()
+//!     .unwrap();
+//!
+//! for _ in 0..10 {
+//!     let _ = breaker.call(|| Err::<(), _>("timeout"));
+//! }
+//! assert_eq!(breaker.state(), State::Open);
+//! clock.advance(Duration::from_secs(5));
+//! // The first call after the open duration is a half-open probe.
+//! assert!(breaker.call(|| Ok::<_, ()>("pong")).is_ok());
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod breaker;
+pub mod classify;
+pub mod clock;
+pub(crate) mod sync;
+
+pub use breaker::{
+    CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
+    ConfigWarning, Event, EventKind, HalfOpenPolicy, Metrics, OwnedPermit, Permit, Reason,
+    Rejected, State, Subscription, Transition, WindowConfig, WindowSnapshot,
+};
+pub use classify::{Classifier, DefaultClassifier, Outcome};
+pub use clock::{Clock, ManualClock, Timestamp};
