@@ -52,7 +52,9 @@ fn recloser_call(r: &recloser::Recloser) {
 
 fn closed_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("closed");
-    g.bench_function("bare", |b| b.iter(|| black_box(Ok::<u64, ()>(black_box(1)))));
+    g.bench_function("bare", |b| {
+        b.iter(|| black_box(Ok::<u64, ()>(black_box(1))))
+    });
     let tc = tripline_breaker(count());
     g.bench_function("tripline_count", |b| b.iter(|| tripline_call(&tc)));
     let tt = tripline_breaker(time());
@@ -67,9 +69,24 @@ fn closed_path(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("closed_work");
     g.bench_function("bare", |b| b.iter(work));
-    g.bench_function("tripline_count", |b| b.iter(|| { tripline_call(&tc); work() }));
-    g.bench_function("tripline_time", |b| b.iter(|| { tripline_call(&tt); work() }));
-    g.bench_function("recloser", |b| b.iter(|| { recloser_call(&r); work() }));
+    g.bench_function("tripline_count", |b| {
+        b.iter(|| {
+            tripline_call(&tc);
+            work()
+        })
+    });
+    g.bench_function("tripline_time", |b| {
+        b.iter(|| {
+            tripline_call(&tt);
+            work()
+        })
+    });
+    g.bench_function("recloser", |b| {
+        b.iter(|| {
+            recloser_call(&r);
+            work()
+        })
+    });
     g.finish();
 }
 
@@ -78,7 +95,10 @@ fn rejected_path(c: &mut Criterion) {
     let t = tripline_breaker(count());
     t.open_for(Duration::from_secs(3600));
     g.bench_function("tripline", |b| b.iter(|| tripline_call(&t)));
-    let r = recloser::Recloser::custom().closed_len(1).open_wait(Duration::from_secs(3600)).build();
+    let r = recloser::Recloser::custom()
+        .closed_len(1)
+        .open_wait(Duration::from_secs(3600))
+        .build();
     for _ in 0..4 {
         let _ = r.call(|| Err::<(), ()>(()));
     }
@@ -89,18 +109,39 @@ fn rejected_path(c: &mut Criterion) {
 fn two_threads(c: &mut Criterion) {
     for threads in [1usize, 2] {
         let mut g = c.benchmark_group(format!("threads{threads}_work"));
-        g.bench_function("bare", |b| b.iter_custom(|n| parallel(threads, n, || { work(); })));
+        g.bench_function("bare", |b| {
+            b.iter_custom(|n| {
+                parallel(threads, n, || {
+                    work();
+                })
+            })
+        });
         let tc = tripline_breaker(count());
         g.bench_function("tripline_count", |b| {
-            b.iter_custom(|n| parallel(threads, n, || { tripline_call(&tc); work(); }))
+            b.iter_custom(|n| {
+                parallel(threads, n, || {
+                    tripline_call(&tc);
+                    work();
+                })
+            })
         });
         let tt = tripline_breaker(time());
         g.bench_function("tripline_time", |b| {
-            b.iter_custom(|n| parallel(threads, n, || { tripline_call(&tt); work(); }))
+            b.iter_custom(|n| {
+                parallel(threads, n, || {
+                    tripline_call(&tt);
+                    work();
+                })
+            })
         });
         let r = recloser();
         g.bench_function("recloser", |b| {
-            b.iter_custom(|n| parallel(threads, n, || { recloser_call(&r); work(); }))
+            b.iter_custom(|n| {
+                parallel(threads, n, || {
+                    recloser_call(&r);
+                    work();
+                })
+            })
         });
         g.finish();
     }

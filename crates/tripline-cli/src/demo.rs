@@ -14,8 +14,7 @@ use clap::Args;
 use tripline::breaker::{Backoff, Jitter, OpenDuration};
 use tripline::clock::ManualClock;
 use tripline::{
-    CircuitBreaker, CircuitBreakerConfig, Event, EventKind, HalfOpenPolicy, Outcome,
-    WindowConfig,
+    CircuitBreaker, CircuitBreakerConfig, Event, EventKind, HalfOpenPolicy, Outcome, WindowConfig,
 };
 
 use crate::CliError;
@@ -97,7 +96,9 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
             v.push(e.clone());
         }
     });
-    println!("dependency: healthy → down at 20s → slow (800ms) at 45s → healthy at 60s; 10 calls/s");
+    println!(
+        "dependency: healthy → down at 20s → slow (800ms) at 45s → healthy at 60s; 10 calls/s"
+    );
     let step = Duration::from_millis(100);
     let calls = args.seconds * 10;
     let (mut sent, mut rejected) = (0u64, 0u64);
@@ -111,7 +112,11 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
             }
             Err(_) => rejected += 1,
         }
-        for e in events.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default() {
+        for e in events
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+        {
             print_event(&e);
         }
         clock.advance(step);

@@ -175,7 +175,7 @@ impl CircuitBreaker {
 
     /// Asks to make one call: a [`Permit`] to record the outcome on, or the
     /// reason the call is refused.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self) -> Result<Permit<'_>, Rejected> {
         let (admission, generation) = self.inner.try_acquire()?;
         Ok(Permit::new(&self.inner, admission, generation))
@@ -205,10 +205,9 @@ impl CircuitBreaker {
         C: Classifier<T, E> + ?Sized,
     {
         let permit = self.try_acquire().map_err(CallError::Rejected)?;
-        let start = self.inner.clock.now();
+        let start = self.start_timing();
         let result = f();
-        let elapsed = self.inner.clock.now() - start;
-        permit.record(classifier.classify(&result), elapsed);
+        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
     }
 
@@ -233,11 +232,34 @@ impl CircuitBreaker {
         F: Future<Output = Result<T, E>>,
     {
         let permit = self.try_acquire().map_err(CallError::Rejected)?;
-        let start = self.inner.clock.now();
+        let start = self.start_timing();
         let result = fut.await;
-        let elapsed = self.inner.clock.now() - start;
-        permit.record(classifier.classify(&result), elapsed);
+        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
+    }
+
+    /// The clock reading a timed call starts from; no read at all when
+    /// slow-call detection is off.
+    #[inline]
+    fn start_timing(&self) -> Timestamp {
+        if self.inner.times_calls() {
+            self.inner.clock.now()
+        } else {
+            Timestamp::ZERO
+        }
+    }
+
+    #[inline]
+    fn elapsed_nanos(&self, start: Timestamp) -> u64 {
+        if self.inner.times_calls() {
+            self.inner
+                .clock
+                .now()
+                .as_nanos()
+                .saturating_sub(start.as_nanos())
+        } else {
+            0
+        }
     }
 
     // --- operator controls (seed 001 §2.1.2) -----------------------------

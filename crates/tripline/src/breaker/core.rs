@@ -99,11 +99,32 @@ impl Inner {
     }
 
     /// Admission. The freely admitting states cost one load.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_acquire(&self) -> Result<(Admission, u64), Rejected> {
         let w = self.word();
-        if w.state().admits_freely() && !w.is_busy() {
+        if w.admits_freely() {
             return Ok((Admission::Free, w.generation()));
+        }
+        self.acquire_not_free(w)
+    }
+
+    /// Admission in the other states; the open-and-waiting case first and
+    /// small, so the rejected path stays cheap without bloating the closed
+    /// path it is not inlined into.
+    #[inline(never)]
+    fn acquire_not_free(&self, w: Word) -> Result<(Admission, u64), Rejected> {
+        if w.is_open_idle() {
+            // The rejected path, inline: an open breaker rejects at full call
+            // rate, so it must cost as little as the closed one.
+            let until = self.open_until.load(Ordering::Acquire);
+            let now = self.clock.now().as_nanos();
+            if now < until {
+                self.counters.add(Counter::Rejected, 1);
+                return Err(Rejected {
+                    state: State::Open,
+                    retry_after: Some(Duration::from_nanos(until - now)),
+                });
+            }
         }
         self.acquire_slow(w)
     }
@@ -186,69 +207,99 @@ impl Inner {
         }
     }
 
-    /// Records a finished call admitted as `admission` in `generation`.
+    /// Whether call durations matter (slow-call detection is on); when they
+    /// do not, `call` skips reading the clock altogether.
     #[inline]
+    pub(crate) fn times_calls(&self) -> bool {
+        self.slow_nanos != u64::MAX
+    }
+
+    /// Records a finished call admitted as `admission` in `generation`.
+    #[inline(always)]
     pub(crate) fn record(
         &self,
         admission: Admission,
         generation: u64,
         outcome: Outcome,
-        elapsed: Duration,
+        elapsed_nanos: u64,
     ) {
-        let slow = duration_to_nanos(elapsed) >= self.slow_nanos;
-        let bits = match outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => FAILURE,
+        let slow = if elapsed_nanos >= self.slow_nanos {
+            SLOW
+        } else {
+            0
+        };
+        match (admission, outcome) {
+            (Admission::Free, Outcome::Success) => self.record_free(generation, slow),
+            (Admission::Free, Outcome::Failure) => self.record_free(generation, FAILURE | slow),
+            _ => self.record_other(admission, generation, outcome, slow),
+        }
+    }
+
+    #[cold]
+    fn record_other(&self, admission: Admission, generation: u64, outcome: Outcome, slow: u8) {
+        let verdict = match outcome {
             Outcome::Ignored => {
                 self.counters.add(Counter::Ignored, 1);
-                if admission == Admission::Probe {
-                    self.settle_probe(generation, Verdict::Neutral);
-                }
-                return;
+                Verdict::Neutral
             }
-        } | if slow { SLOW } else { 0 };
-        match admission {
-            Admission::Free => self.record_free(generation, bits),
-            Admission::Probe => {
-                let (counter, verdict) = if bits & FAILURE != 0 {
-                    (Counter::ProbeFailure, Verdict::Failure)
-                } else {
-                    (Counter::ProbeSuccess, Verdict::Success)
-                };
-                self.counters.add(counter, 1);
-                self.settle_probe(generation, verdict);
+            Outcome::Success => {
+                self.counters.add(Counter::ProbeSuccess, 1);
+                Verdict::Success
+            }
+            Outcome::Failure => {
+                self.counters.add(Counter::ProbeFailure, 1);
+                Verdict::Failure
+            }
+        };
+        let _ = slow; // half-open judges failures only (seed 001 §4.3.1)
+        if admission == Admission::Probe {
+            self.settle_probe(generation, verdict);
+        }
+    }
+
+    #[inline(always)]
+    fn record_free(&self, generation: u64, bits: u8) {
+        let w = self.word();
+        if w.generation() != generation {
+            return self.record_late(bits);
+        }
+        match &self.window {
+            Window::Count(c) => {
+                c.record(bits);
+                if bits != 0 || c.has_bad_calls() {
+                    self.evaluate(w, self.clock.now());
+                }
+            }
+            Window::Time(t) => {
+                let now = self.clock.now();
+                let epoch = t.current_epoch(now);
+                t.record(bits, epoch);
+                if bits != 0 || t.success_may_trip(epoch) {
+                    self.evaluate(w, now);
+                }
             }
         }
     }
 
-    #[inline]
-    fn record_free(&self, generation: u64, bits: u8) {
-        let w = self.word();
-        if w.generation() != generation {
-            // Admitted under a state that no longer holds: counted, but it
-            // must not move the new state.
-            let late = if bits & FAILURE != 0 {
-                Counter::LateFailure
-            } else {
-                Counter::LateSuccess
-            };
-            self.counters.add(late, 1);
-            return;
-        }
-        let now = self.clock.now();
-        self.window.record(bits, now);
-        if w.state() == State::Disabled {
-            return;
-        }
-        if bits != 0 || self.window.success_may_trip(now) {
-            self.evaluate(w, now);
-        }
+    /// An outcome admitted under a state that no longer holds: counted,
+    /// but it must not move the new state.
+    #[cold]
+    fn record_late(&self, bits: u8) {
+        let late = if bits & FAILURE != 0 {
+            Counter::LateFailure
+        } else {
+            Counter::LateSuccess
+        };
+        self.counters.add(late, 1);
     }
 
     /// The trip decision: `calls ≥ minimum_calls` and either rate at or
     /// above its threshold, in exact integer arithmetic.
     #[cold]
     fn evaluate(&self, w: Word, now: Timestamp) {
+        if w.state() == State::Disabled {
+            return;
+        }
         let snap = self.window.snapshot(now);
         self.window.evaluated(now, &snap, self.minimum_calls);
         let Some(reason) = self.trip_reason(&snap) else {
@@ -269,9 +320,7 @@ impl Inner {
         }
         if s.failures >= failures_to_reach_ppm(self.failure_ppm, s.calls) {
             Some(Reason::FailureRate)
-        } else if self.slow_nanos != u64::MAX
-            && s.slow >= failures_to_reach_ppm(self.slow_ppm, s.calls)
-        {
+        } else if self.times_calls() && s.slow >= failures_to_reach_ppm(self.slow_ppm, s.calls) {
             Some(Reason::SlowCallRate)
         } else {
             None
@@ -373,7 +422,7 @@ impl Inner {
         self.open_until
             .store((now + duration).as_nanos(), Ordering::Relaxed);
         self.publish(to);
-        if from.state().admits_freely() {
+        if from.admits_freely() {
             self.window.reset();
         }
         let open = (to_state == State::Open).then_some(duration);
@@ -393,10 +442,12 @@ impl Inner {
         reason: Reason,
         snap: WindowSnapshot,
     ) -> bool {
-        // The window is idle outside the free states, so resetting it before
-        // the CAS keeps the busy section short and wipes no new record.
-        let entering = !from.state().admits_freely();
-        if entering {
+        // A fresh window when leaving a rejecting state (nothing was sampled
+        // there) and on any operator move except switching trips off, which
+        // keeps the sample. The window is idle outside the free states, so
+        // resetting before the CAS keeps the busy section short.
+        let fresh = !from.admits_freely() || to_state != State::Disabled;
+        if fresh {
             self.window.reset();
         }
         let to = from.begin(to_state);

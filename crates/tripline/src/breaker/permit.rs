@@ -15,6 +15,7 @@ use super::core::{Admission, Inner};
 use super::half_open::Verdict;
 use super::stripe::Counter;
 use crate::classify::Outcome;
+use crate::clock::duration_to_nanos;
 use crate::sync::Arc;
 
 /// A call refused by the breaker itself, without reaching the dependency.
@@ -97,10 +98,15 @@ impl Ticket {
     #[inline]
     fn record(&mut self, inner: &Inner, outcome: Outcome, elapsed: Duration) {
         self.settled = true;
-        inner.record(self.admission, self.generation, outcome, elapsed);
+        inner.record(
+            self.admission,
+            self.generation,
+            outcome,
+            duration_to_nanos(elapsed),
+        );
     }
 
-    #[inline]
+    #[cold]
     fn release(&mut self, inner: &Inner) {
         if self.settled {
             return;
@@ -146,8 +152,28 @@ impl<'a> Permit<'a> {
     /// Records the call's outcome and how long it took (for slow-call
     /// detection). Consumes the permit.
     #[inline]
-    pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
-        self.ticket.record(self.inner, outcome, elapsed);
+    pub fn record(self, outcome: Outcome, elapsed: Duration) {
+        // Settling consumes the permit; skip the drop check.
+        let this = std::mem::ManuallyDrop::new(self);
+        this.inner.record(
+            this.ticket.admission,
+            this.ticket.generation,
+            outcome,
+            duration_to_nanos(elapsed),
+        );
+    }
+
+    /// Records the outcome of a call that took `elapsed_nanos`; the hot path
+    /// of [`CircuitBreaker::call`](super::CircuitBreaker::call).
+    #[inline]
+    pub(crate) fn record_nanos(self, outcome: Outcome, elapsed_nanos: u64) {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.inner.record(
+            this.ticket.admission,
+            this.ticket.generation,
+            outcome,
+            elapsed_nanos,
+        );
     }
 
     /// Whether this permit is a half-open probe.

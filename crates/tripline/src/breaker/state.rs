@@ -31,18 +31,18 @@ use std::fmt;
 pub enum State {
     /// Calls flow; every outcome is sampled into the window.
     Closed = 0,
-    /// Calls are rejected locally until the open duration has elapsed.
-    Open = 1,
-    /// A few probe calls test whether the dependency has recovered.
-    HalfOpen = 2,
-    /// An operator isolated the dependency: every call is rejected.
-    ForcedOpen = 3,
     /// An operator switched the breaker off: calls flow and are recorded,
     /// but it never trips.
-    Disabled = 4,
+    Disabled = 1,
     /// Shadow mode: calls flow and are recorded, and the breaker reports
     /// when it *would* trip, but it never rejects.
-    MetricsOnly = 5,
+    MetricsOnly = 2,
+    /// Calls are rejected locally until the open duration has elapsed.
+    Open = 3,
+    /// A few probe calls test whether the dependency has recovered.
+    HalfOpen = 4,
+    /// An operator isolated the dependency: every call is rejected.
+    ForcedOpen = 5,
 }
 
 impl State {
@@ -84,11 +84,11 @@ impl State {
     const fn from_code(code: u64) -> State {
         match code {
             0 => State::Closed,
-            1 => State::Open,
-            2 => State::HalfOpen,
-            3 => State::ForcedOpen,
-            4 => State::Disabled,
-            _ => State::MetricsOnly,
+            1 => State::Disabled,
+            2 => State::MetricsOnly,
+            3 => State::Open,
+            4 => State::HalfOpen,
+            _ => State::ForcedOpen,
         }
     }
 }
@@ -121,6 +121,20 @@ impl Word {
     #[inline]
     pub(crate) const fn generation(self) -> u64 {
         self.0 >> GEN_SHIFT
+    }
+
+    /// Whether calls are admitted without a probe slot: a freely admitting
+    /// state (codes 0..=2, chosen contiguous for this test) that is not
+    /// mid-transition. One compare on the hot path.
+    #[inline]
+    pub(crate) const fn admits_freely(self) -> bool {
+        self.0 & (STATE_MASK | BUSY) <= State::MetricsOnly as u64
+    }
+
+    /// `Open` and not mid-transition.
+    #[inline]
+    pub(crate) const fn is_open_idle(self) -> bool {
+        self.0 & (STATE_MASK | BUSY) == State::Open as u64
     }
 
     #[inline]
@@ -167,6 +181,8 @@ mod tests {
             assert!(!p.is_busy());
             assert_eq!((p.state(), p.generation()), (s, 1));
             assert_eq!(p.begin(State::Closed).generation(), 2);
+            assert_eq!(p.admits_freely(), s.admits_freely());
+            assert!(!w.admits_freely());
         }
     }
 }

@@ -88,27 +88,6 @@ impl Window {
         }
     }
 
-    /// Records one outcome (`bits`: [`FAILURE`] | [`SLOW`]) at `now`.
-    #[inline]
-    pub(crate) fn record(&self, bits: u8, now: Timestamp) {
-        match self {
-            Window::Count(w) => w.record(bits),
-            Window::Time(w) => w.record(bits, now),
-        }
-    }
-
-    /// Whether a plain success just recorded at `now` can have changed the
-    /// trip decision. A success lowers both rates, so it matters only while
-    /// the window holds bad calls and could still reach `minimum_calls`, or
-    /// when older calls have expired since the last evaluation.
-    #[inline]
-    pub(crate) fn success_may_trip(&self, now: Timestamp) -> bool {
-        match self {
-            Window::Count(w) => w.has_bad_calls(),
-            Window::Time(w) => w.success_may_trip(now),
-        }
-    }
-
     /// Remembers what the last evaluation saw, so later successes can skip it.
     pub(crate) fn evaluated(&self, now: Timestamp, snapshot: &WindowSnapshot, minimum_calls: u64) {
         if let Window::Time(w) = self {

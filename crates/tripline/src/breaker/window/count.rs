@@ -47,6 +47,9 @@ const SF_ONE: u64 = 1 << 48;
 
 pub(crate) struct CountWindow {
     size: u64,
+    /// `u64::MAX / size + 1`: Lemire's fastmod multiplier, so the slot of a
+    /// position costs two multiplies instead of a 64-bit division.
+    fastmod: u64,
     cursor: Padded<AtomicU64>,
     aggregate: Padded<AtomicU64>,
     /// Current generation tag and the cursor value at the last reset; both
@@ -89,6 +92,7 @@ impl CountWindow {
         let size = u64::from(size.max(1));
         CountWindow {
             size,
+            fastmod: (u64::MAX / size).wrapping_add(1),
             cursor: Padded(AtomicU64::new(0)),
             aggregate: Padded(AtomicU64::new(0)),
             tag: AtomicU64::new(0),
@@ -98,14 +102,14 @@ impl CountWindow {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&self, bits: u8) {
         let p = self.cursor.fetch_add(1, Ordering::Relaxed);
         if bits != 0 {
             self.count_total(bits);
         }
         let tag = self.tag.load(Ordering::Acquire);
-        let slot = &self.slots[(p % self.size) as usize];
+        let slot = &self.slots[self.slot_of(p)];
         let new = (tag << 2) | u64::from(bits);
         let mut old = slot.load(Ordering::Acquire);
         loop {
@@ -135,6 +139,14 @@ impl CountWindow {
                 Err(v) => agg = v,
             }
         }
+    }
+
+    /// `p mod size` over the low 32 bits of `p` (exact for 32-bit operands).
+    /// Positions wrap every 2³² records, which only reorders slots once.
+    #[inline]
+    fn slot_of(&self, p: u64) -> usize {
+        let low = self.fastmod.wrapping_mul(u64::from(p as u32));
+        ((u128::from(low) * u128::from(self.size)) >> 64) as usize
     }
 
     #[cold]
@@ -203,6 +215,16 @@ mod tests {
             .wrapping_sub(encode(FAILURE | SLOW));
         assert_eq!(decode(agg), [-2, 0, -1]);
         assert_eq!(agg & TAG_MASK, 5);
+    }
+
+    #[test]
+    fn fastmod_matches_division() {
+        for size in [1u32, 2, 3, 7, 10, 100, 997, 30_000] {
+            let w = CountWindow::new(size);
+            for p in (0..5_000u64).chain([u64::from(u32::MAX) - 3, u64::from(u32::MAX)]) {
+                assert_eq!(w.slot_of(p) as u64, (p as u32 as u64) % u64::from(size));
+            }
+        }
     }
 
     #[test]

@@ -39,6 +39,13 @@ const FIELDS: usize = 4;
 pub(crate) struct TimeWindow {
     width: u64,
     buckets: u64,
+    /// `⌊2⁶⁴ / buckets⌋ + 1`: divides an epoch by `buckets` with one
+    /// multiply (exact because epoch × buckets < 2⁶⁴ for every valid window).
+    buckets_inverse: u64,
+    /// The epoch of the latest call, so that finding the bucket costs a
+    /// multiply and two compares instead of a 64-bit division (the division
+    /// runs once per bucket width).
+    cached_epoch: AtomicU64,
     stripes: usize,
     /// Words of one stripe, rounded up to whole cache lines.
     stripe_words: usize,
@@ -66,6 +73,8 @@ impl TimeWindow {
         TimeWindow {
             width,
             buckets,
+            buckets_inverse: (u64::MAX / buckets).wrapping_add(1),
+            cached_epoch: AtomicU64::new(0),
             stripes,
             stripe_words,
             last_eval: AtomicU64::new(u64::MAX),
@@ -85,11 +94,34 @@ impl TimeWindow {
         now.as_nanos() / self.width
     }
 
-    #[inline]
-    pub(crate) fn record(&self, bits: u8, now: Timestamp) {
+    /// The epoch of `now`, from the cache when it is still current.
+    #[inline(always)]
+    pub(crate) fn current_epoch(&self, now: Timestamp) -> u64 {
+        let cached = self.cached_epoch.load(Ordering::Relaxed);
+        // cached × width ≤ any reading that produced it, so no overflow; a
+        // `now` before the cached epoch wraps to a huge offset and misses.
+        if now.as_nanos().wrapping_sub(cached * self.width) < self.width {
+            return cached;
+        }
         let epoch = self.epoch(now);
-        let bucket = (epoch % self.buckets) as usize;
-        let lap = (epoch / self.buckets) & LAP_MASK;
+        self.cached_epoch.store(epoch, Ordering::Relaxed);
+        epoch
+    }
+
+    /// `(epoch / buckets, epoch % buckets)` without a division.
+    #[inline(always)]
+    fn lap_and_bucket(&self, epoch: u64) -> (u64, usize) {
+        if self.buckets == 1 {
+            return (epoch, 0);
+        }
+        let lap = ((u128::from(epoch) * u128::from(self.buckets_inverse)) >> 64) as u64;
+        (lap, (epoch - lap * self.buckets) as usize)
+    }
+
+    #[inline(always)]
+    pub(crate) fn record(&self, bits: u8, epoch: u64) {
+        let (lap, bucket) = self.lap_and_bucket(epoch);
+        let lap = lap & LAP_MASK;
         let stripe = stripe::current(self.stripes);
         self.bump(stripe, bucket, 0, lap);
         if bits != 0 {
@@ -105,7 +137,7 @@ impl TimeWindow {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn bump(&self, stripe: usize, bucket: usize, field: usize, lap: u64) {
         let word = self.word(stripe, bucket, field);
         let mut old = word.load(Ordering::Relaxed);
@@ -140,10 +172,10 @@ impl TimeWindow {
     /// A success can raise the failure rate only by expiring older calls
     /// (a new epoch since the last evaluation) or complete a sample with bad
     /// calls in it (the last evaluation saw bad calls below `minimum_calls`).
-    #[inline]
-    pub(crate) fn success_may_trip(&self, now: Timestamp) -> bool {
+    #[inline(always)]
+    pub(crate) fn success_may_trip(&self, epoch: u64) -> bool {
         let last = self.last_eval.load(Ordering::Relaxed);
-        last & 1 == 1 || last >> 1 != self.epoch(now)
+        last & 1 == 1 || last >> 1 != epoch
     }
 
     /// Records what an evaluation at `now` found. Concurrent evaluations may
@@ -232,19 +264,36 @@ mod tests {
     }
 
     #[test]
+    fn division_free_bucket_math_is_exact() {
+        for buckets in [1u32, 2, 3, 7, 10, 60, 120] {
+            let w = TimeWindow::new(Duration::from_secs(3600), buckets, 1);
+            let max_epoch = u64::MAX / w.width;
+            for e in (0..10_000).chain(max_epoch - 10_000..=max_epoch) {
+                let b = u64::from(buckets);
+                assert_eq!(w.lap_and_bucket(e), (e / b, (e % b) as usize));
+            }
+        }
+        let w = TimeWindow::new(Duration::from_secs(10), 10, 1);
+        for t in [0u64, 999, 1_000, 5_500, 3_000, 1_000_000_000] {
+            assert_eq!(w.current_epoch(at(t)), t / 1_000, "at {t} ms");
+        }
+    }
+
+    #[test]
     fn buckets_expire_and_reset_on_reuse() {
         // 10 s in 10 buckets of 1 s.
         let w = TimeWindow::new(Duration::from_secs(10), 10, 2);
-        w.record(FAILURE, at(0));
-        w.record(0, at(500));
-        w.record(SLOW, at(9_999));
+        let record = |bits, t| w.record(bits, w.current_epoch(t));
+        record(FAILURE, at(0));
+        record(0, at(500));
+        record(SLOW, at(9_999));
         let s = w.snapshot(at(9_999));
         assert_eq!((s.calls, s.failures, s.slow), (3, 1, 1));
         // At 10 s the first bucket (0..1 s) has expired.
         let s = w.snapshot(at(10_000));
         assert_eq!((s.calls, s.failures, s.slow), (1, 0, 1));
         // Writing at 10.5 s reuses bucket 0: its stale counts are replaced.
-        w.record(0, at(10_500));
+        record(0, at(10_500));
         let s = w.snapshot(at(10_500));
         assert_eq!((s.calls, s.failures, s.slow), (2, 0, 1));
         assert_eq!(w.totals().calls, 4);

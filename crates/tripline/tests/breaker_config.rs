@@ -1,0 +1,337 @@
+//! Bad input: every impossible value is refused with an error naming the
+//! field and the constraint; soft contradictions come back as warnings;
+//! unknown keys are refused by the parser.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use std::time::Duration;
+
+use tripline::breaker::{Backoff, Jitter, OpenDuration};
+use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, WindowConfig};
+
+fn refused(config: CircuitBreakerConfig, field: &str, needle: &str) {
+    let err = CircuitBreaker::try_new(config).expect_err(field);
+    assert_eq!(err.field, field, "{err}");
+    let text = err.to_string();
+    assert!(text.contains(field) && text.contains(needle), "{text}");
+}
+
+fn base() -> CircuitBreakerConfig {
+    CircuitBreakerConfig::default()
+}
+
+#[test]
+fn impossible_values_are_refused_naming_the_field() {
+    refused(
+        CircuitBreakerConfig {
+            window: WindowConfig::Count { size: 0 },
+            ..base()
+        },
+        "window.size",
+        "between 1 and 30000, got 0",
+    );
+    refused(
+        CircuitBreakerConfig {
+            window: WindowConfig::Count { size: 1_000_000 },
+            ..base()
+        },
+        "window.size",
+        "got 1000000",
+    );
+    refused(
+        CircuitBreakerConfig {
+            window: WindowConfig::Time {
+                length: Duration::from_millis(500),
+                buckets: 10,
+            },
+            ..base()
+        },
+        "window.length",
+        "between 1s and 1h",
+    );
+    refused(
+        CircuitBreakerConfig {
+            window: WindowConfig::Time {
+                length: Duration::from_secs(10),
+                buckets: 0,
+            },
+            ..base()
+        },
+        "window.buckets",
+        "got 0",
+    );
+    refused(
+        CircuitBreakerConfig {
+            minimum_calls: 0,
+            ..base()
+        },
+        "minimum_calls",
+        "got 0",
+    );
+    for bad in [0.0, -0.1, 1.5, f64::NAN] {
+        refused(
+            CircuitBreakerConfig {
+                failure_rate_threshold: bad,
+                ..base()
+            },
+            "failure_rate_threshold",
+            "fraction in (0, 1]",
+        );
+        refused(
+            CircuitBreakerConfig {
+                slow_call_rate_threshold: bad,
+                ..base()
+            },
+            "slow_call_rate_threshold",
+            "(0, 1]",
+        );
+    }
+    refused(
+        CircuitBreakerConfig {
+            slow_call_duration: Some(Duration::ZERO),
+            ..base()
+        },
+        "slow_call_duration",
+        "got 0s",
+    );
+    refused(
+        CircuitBreakerConfig {
+            open_duration: OpenDuration::Fixed(Duration::ZERO),
+            ..base()
+        },
+        "open_duration",
+        "got 0s",
+    );
+    refused(
+        CircuitBreakerConfig {
+            open_duration: OpenDuration::Fixed(Duration::from_secs(10 * 86_400)),
+            ..base()
+        },
+        "open_duration",
+        "1day",
+    );
+    let backoff = |multiplier, max, jitter| Backoff {
+        initial: Duration::from_secs(5),
+        multiplier,
+        max,
+        jitter,
+    };
+    refused(
+        CircuitBreakerConfig {
+            open_duration: OpenDuration::Backoff(backoff(
+                0.5,
+                Duration::from_secs(60),
+                Jitter::None,
+            )),
+            ..base()
+        },
+        "open_duration.multiplier",
+        "between 1 and 100, got 0.5",
+    );
+    refused(
+        CircuitBreakerConfig {
+            open_duration: OpenDuration::Backoff(backoff(
+                2.0,
+                Duration::from_secs(1),
+                Jitter::None,
+            )),
+            ..base()
+        },
+        "open_duration.max",
+        "at least initial (5s)",
+    );
+    refused(
+        CircuitBreakerConfig {
+            open_duration: OpenDuration::Backoff(backoff(
+                2.0,
+                Duration::from_secs(60),
+                Jitter::Proportional(1.5),
+            )),
+            ..base()
+        },
+        "open_duration.jitter",
+        "got 1.5",
+    );
+    refused(
+        CircuitBreakerConfig {
+            half_open: HalfOpenPolicy::Consecutive { successes: 0 },
+            ..base()
+        },
+        "half_open.successes",
+        "got 0",
+    );
+    refused(
+        CircuitBreakerConfig {
+            half_open: HalfOpenPolicy::Permits {
+                calls: 3,
+                failure_rate_threshold: 2.0,
+            },
+            ..base()
+        },
+        "half_open.failure_rate_threshold",
+        "got 2",
+    );
+    refused(
+        CircuitBreakerConfig {
+            max_half_open_duration: Some(Duration::ZERO),
+            ..base()
+        },
+        "max_half_open_duration",
+        "got 0s",
+    );
+    refused(
+        CircuitBreakerConfig {
+            name: String::new(),
+            ..base()
+        },
+        "name",
+        "must not be empty",
+    );
+    refused(
+        CircuitBreakerConfig {
+            expected_calls_per_second: Some(-1.0),
+            ..base()
+        },
+        "expected_calls_per_second",
+        "positive",
+    );
+}
+
+#[test]
+fn soft_contradictions_are_warnings() {
+    let warnings = |c: CircuitBreakerConfig| {
+        CircuitBreaker::builder()
+            .config(c)
+            .build_with_warnings()
+            .unwrap()
+            .1
+    };
+    let w = warnings(CircuitBreakerConfig {
+        minimum_calls: 5,
+        half_open: HalfOpenPolicy::Permits {
+            calls: 10,
+            failure_rate_threshold: 0.2,
+        },
+        ..base()
+    });
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].field, "half_open");
+    assert!(
+        w[0].to_string()
+            .contains("10 half-open probes exceed minimum_calls = 5"),
+        "{}",
+        w[0]
+    );
+
+    let w = warnings(CircuitBreakerConfig {
+        window: WindowConfig::Count { size: 10 },
+        minimum_calls: 20,
+        ..base()
+    });
+    assert_eq!(w[0].field, "minimum_calls");
+    assert!(w[0].message.contains("can never trip"));
+
+    let time = WindowConfig::Time {
+        length: Duration::from_secs(10),
+        buckets: 10,
+    };
+    let w = warnings(CircuitBreakerConfig {
+        window: time,
+        minimum_calls: 20,
+        expected_calls_per_second: Some(1.0),
+        ..base()
+    });
+    assert!(
+        w[0].message
+            .contains("~10 calls, fewer than minimum_calls = 20"),
+        "{}",
+        w[0]
+    );
+    let w = warnings(CircuitBreakerConfig {
+        window: time,
+        minimum_calls: 20,
+        expected_calls_per_second: Some(3.0),
+        ..base()
+    });
+    assert_eq!(w[0].field, "window.length");
+    assert!(
+        warnings(CircuitBreakerConfig {
+            window: time,
+            minimum_calls: 20,
+            expected_calls_per_second: Some(100.0),
+            ..base()
+        })
+        .is_empty()
+    );
+    assert!(warnings(base()).is_empty(), "defaults are clean");
+}
+
+#[test]
+fn toml_vocabulary_round_trips_and_refuses_unknown_keys() {
+    let config: CircuitBreakerConfig = toml::from_str(
+        r#"
+        name = "eta"
+        window = { kind = "time", length = "30s", buckets = 15 }
+        minimum_calls = 25
+        failure_rate_threshold = 0.4
+        slow_call_duration = "800ms"
+        slow_call_rate_threshold = 0.6
+        open_duration = { initial = "2s", multiplier = 3.0, max = "1m", jitter = "equal" }
+        half_open = { policy = "consecutive", successes = 3 }
+        max_half_open_duration = "45s"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.window,
+        WindowConfig::Time {
+            length: Duration::from_secs(30),
+            buckets: 15
+        }
+    );
+    assert_eq!(config.slow_call_duration, Some(Duration::from_millis(800)));
+    assert_eq!(
+        config.open_duration,
+        OpenDuration::Backoff(Backoff {
+            initial: Duration::from_secs(2),
+            multiplier: 3.0,
+            max: Duration::from_secs(60),
+            jitter: Jitter::Equal
+        })
+    );
+    let text = toml::to_string(&config).unwrap();
+    let back: CircuitBreakerConfig = toml::from_str(&text).unwrap();
+    assert_eq!(back, config);
+    let json: CircuitBreakerConfig =
+        serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+    assert_eq!(json, config);
+
+    for (doc, needle) in [
+        (
+            "minimum_calls = 5\nfailure_rate = 0.5",
+            "unknown field `failure_rate`",
+        ),
+        (
+            "window = { kind = \"count\", size = 10, length = \"1s\" }",
+            "unknown field `length`",
+        ),
+        (
+            "window = { kind = \"sliding\", size = 10 }",
+            "unknown variant `sliding`",
+        ),
+        (
+            "half_open = { policy = \"permits\", calls = 3 }",
+            "missing field `failure_rate_threshold`",
+        ),
+        ("open_duration = \"5 parsecs\"", "invalid duration"),
+        (
+            "open_duration = { initial = \"1s\", max = \"2s\", jitter = \"wild\" }",
+            "wild",
+        ),
+        ("minimum_calls = -3", "minimum_calls"),
+    ] {
+        let err = toml::from_str::<CircuitBreakerConfig>(doc)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{doc:?}: {err}");
+    }
+}
