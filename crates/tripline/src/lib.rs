@@ -8,7 +8,7 @@
 //! * [`CircuitBreaker`] — trips on failure rate *and* slow-call rate over a
 //!   count or time window, probes carefully while half-open (no leaked or
 //!   stuck probe), and explains every decision with an [`Event`].
-//! * [`clock`] — time is injected: [`ManualClock`](clock::ManualClock) makes
+//! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
 //!
