@@ -11,6 +11,8 @@
 //! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
+//! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
+//!   dependency is overloaded but working (the breaker is for "down").
 //!
 //! ```
 //! use std::time::Duration;
@@ -45,6 +47,7 @@ pub mod breaker;
 pub mod classify;
 pub mod clock;
 pub(crate) mod sync;
+pub mod throttle;
 
 pub use breaker::{
     CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
@@ -53,3 +56,4 @@ pub use breaker::{
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, ThrottlePermit, Throttled};
