@@ -11,6 +11,8 @@
 //! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
+//! * [`BreakerRegistry`] — one breaker per service, method, instance or
+//!   tenant, bounded in number and evicted when idle.
 //! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
 //!   dependency is overloaded but working (the breaker is for "down").
 //!
@@ -46,6 +48,7 @@
 pub mod breaker;
 pub mod classify;
 pub mod clock;
+pub mod registry;
 pub(crate) mod sync;
 pub mod throttle;
 
@@ -56,4 +59,5 @@ pub use breaker::{
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
+pub use registry::{BreakerRegistry, OverflowPolicy, RegistryConfig, RegistryError};
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, ThrottlePermit, Throttled};
