@@ -54,6 +54,7 @@ fn default_config() -> CircuitBreakerConfig {
         },
         max_half_open_duration: Some(Duration::from_secs(30)),
         expected_calls_per_second: Some(10.0),
+        ..Default::default()
     }
 }
 

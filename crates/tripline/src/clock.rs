@@ -139,6 +139,13 @@ pub fn duration_until_system_time(at: SystemTime) -> Duration {
         .unwrap_or(Duration::ZERO)
 }
 
+/// The wall-clock instant `d` from now: how a deadline on a monotonic clock
+/// is written down to outlive the process (state snapshots).
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+pub fn system_time_after(d: Duration) -> SystemTime {
+    SystemTime::now() + d
+}
+
 /// The production clock: a cached tick refreshed by one background thread.
 ///
 /// Every breaker call reads the time (bucket selection, slow-call timing,

@@ -180,6 +180,24 @@ impl CountWindow {
         }
     }
 
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The bits of the newest `n` outcomes in the window, oldest first.
+    pub(crate) fn recent(&self, n: usize) -> Vec<u8> {
+        let tag = self.tag.load(Ordering::Acquire);
+        let cursor = self.cursor.load(Ordering::Acquire);
+        let base = self.base.load(Ordering::Acquire);
+        let live = cursor.saturating_sub(base).min(self.size).min(n as u64);
+        (cursor - live..cursor)
+            .map(|p| {
+                let v = self.slots[self.slot_of(p)].load(Ordering::Acquire);
+                if v >> 2 == tag { (v & 3) as u8 } else { 0 }
+            })
+            .collect()
+    }
+
     /// Only the transition winner resets, so resets never race each other.
     pub(crate) fn reset(&self) {
         let tag = self.tag.load(Ordering::Acquire) + 1;

@@ -83,6 +83,10 @@ impl TimeWindow {
         }
     }
 
+    pub(crate) fn length_nanos(&self) -> u64 {
+        self.width * self.buckets
+    }
+
     #[inline]
     fn word(&self, stripe: usize, bucket: usize, field: usize) -> &AtomicU64 {
         let i = stripe * self.stripe_words + bucket * FIELDS + field;
@@ -214,6 +218,62 @@ impl TimeWindow {
             failures: sums[1],
             slow: sums[2],
             slow_failures: sums[3],
+        }
+    }
+
+    /// The live buckets at `now`: (start time, [calls, failures, slow,
+    /// slow failures]) summed over stripes.
+    pub(crate) fn live(&self, now: Timestamp) -> Vec<(Timestamp, [u64; FIELDS])> {
+        let epoch = self.epoch(now);
+        let first = epoch.saturating_sub(self.buckets - 1);
+        (first..=epoch)
+            .filter_map(|e| {
+                let (lap, bucket) = self.lap_and_bucket(e);
+                let mut counts = [0u64; FIELDS];
+                for stripe in 0..self.stripes {
+                    for (field, c) in counts.iter_mut().enumerate() {
+                        let w = self.word(stripe, bucket, field).load(Ordering::Acquire);
+                        if lap_of(w) == lap & LAP_MASK {
+                            *c += w & COUNT_MASK;
+                        }
+                    }
+                }
+                (counts[0] > 0).then(|| (Timestamp::from_nanos(e * self.width), counts))
+            })
+            .collect()
+    }
+
+    /// Adds `counts` to the bucket holding `at`, if `at` is still inside
+    /// the window at `now`.
+    pub(crate) fn add_at(&self, at: Timestamp, counts: [u64; FIELDS], now: Timestamp) {
+        let epoch = self.epoch(at);
+        if epoch + self.buckets <= self.epoch(now) {
+            return;
+        }
+        let (lap, bucket) = self.lap_and_bucket(epoch);
+        let lap = lap & LAP_MASK;
+        for (field, n) in counts.into_iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let word = self.word(0, bucket, field);
+            let mut old = word.load(Ordering::Acquire);
+            loop {
+                let new = if lap_of(old) == lap {
+                    old + n
+                } else {
+                    (lap << COUNT_BITS) | n
+                };
+                match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        if lap_of(old) != lap {
+                            self.fold(0, field, old);
+                        }
+                        break;
+                    }
+                    Err(v) => old = v,
+                }
+            }
         }
     }
 
