@@ -32,13 +32,11 @@ impl fmt::Display for ScenarioError {
         if let Some((line, col)) = self.position {
             write!(f, ":{line}:{col}")?;
         }
-        f.write_str(": ")?;
-        match &self.table {
-            Some(t) => write!(f, "in {t}")?,
-            None => f.write_str("at top level")?,
-        }
-        if let Some(field) = &self.field {
-            write!(f, ", field `{field}`")?;
+        match (&self.table, &self.field) {
+            (Some(t), Some(field)) => write!(f, ": in {t}, field `{field}`")?,
+            (Some(t), None) => write!(f, ": in {t}")?,
+            (None, Some(field)) => write!(f, ": at top level, field `{field}`")?,
+            (None, None) => {}
         }
         write!(f, ": {}", self.message)
     }
@@ -162,7 +160,7 @@ impl<'a> Locator<'a> {
 }
 
 /// The field named in a serde message such as "unknown field `x`, expected ...".
-fn named_field(message: &str) -> Option<&str> {
+pub(crate) fn named_field(message: &str) -> Option<&str> {
     ["unknown field `", "missing field `"]
         .iter()
         .find_map(|p| message.strip_prefix(p))

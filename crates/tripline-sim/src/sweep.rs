@@ -219,7 +219,10 @@ impl Sweep {
                 toml::Value::Table(table)
                     .try_into()
                     .map_err(|e: toml::de::Error| {
-                        err(grid.axes[0].0.clone(), e.message().to_owned())
+                        let keys: Vec<&str> = grid.axes.iter().map(|(k, _)| k.as_str()).collect();
+                        let field = crate::error::named_field(e.message())
+                            .map_or_else(|| keys.join(", "), str::to_owned);
+                        err(field, e.message().to_owned())
                     })?;
             config.name = base.config.name.clone();
             let warnings = config

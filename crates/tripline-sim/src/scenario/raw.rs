@@ -311,11 +311,19 @@ fn breaker(
     })
 }
 
-/// Where the bare key `key` is written (followed by `=`) inside `range`.
+/// Where the bare key `key` is written (followed by `=`) in the table whose
+/// span starts at `range` (an array-of-tables span covers only its header,
+/// so the search runs to the next header).
 fn find_key(src: &str, range: Range<usize>, key: &str) -> Option<Range<usize>> {
     if key.is_empty() {
         return None;
     }
+    let next_header = src[range.end..]
+        .match_indices('\n')
+        .map(|(i, _)| range.end + i + 1)
+        .find(|&i| src[i..].trim_start().starts_with('['))
+        .unwrap_or(src.len());
+    let range = range.start..next_header.max(range.end);
     let body = src.get(range.clone())?;
     let is_key = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
     let mut from = 0;

@@ -210,7 +210,7 @@ pub fn chart(s: &Sweep) -> String {
             );
             t += xs;
         }
-        let ys = tick_step(max_y, 6.0);
+        let ys = tick_step(max_y, 6.0).max(1.0); // counts: whole ticks
         let mut t = 0.0;
         while t <= max_y + 1e-9 {
             svg.line(x0 - 4.0, sy(t), x0, sy(t), "#444444");
