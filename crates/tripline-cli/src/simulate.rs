@@ -25,7 +25,7 @@ pub(crate) enum Format {
 /// Options of `tripline simulate`.
 #[derive(Args, Debug)]
 pub(crate) struct SimulateArgs {
-    /// The scenario file (TOML): traffic, faults and [[breaker]] tables.
+    /// The scenario file (TOML): traffic, faults and breaker tables.
     file: PathBuf,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]

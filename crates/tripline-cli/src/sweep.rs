@@ -32,7 +32,7 @@ pub(crate) enum Format {
 /// calls rejected divided by the calls per second of all replicas.
 #[derive(Args, Debug)]
 pub(crate) struct SweepArgs {
-    /// The scenario file; the first [[breaker]] table is the base config.
+    /// The scenario file; its first breaker table is the base config.
     file: PathBuf,
     /// A key of the breaker table (dotted for nested ones) and its values,
     /// e.g. `minimum_calls=5,10,20` or `open_duration=2s,5s,10s`; repeat

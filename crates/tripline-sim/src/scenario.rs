@@ -2,7 +2,7 @@
 //!
 //! A scenario file is parsed in two steps. Serde reads it into raw structs
 //! that keep the byte span of every value ([`toml::Spanned`]), refusing
-//! unknown keys; [`raw`] then checks what types cannot express (a fault
+//! unknown keys; then `raw` checks what types cannot express (a fault
 //! ending before it starts, an `at` list out of order, a rate ≤ 0, …) and
 //! validates each `[[breaker]]` with the library's own
 //! [`CircuitBreakerConfig::validate`]. Every error is a [`ScenarioError`]
@@ -28,6 +28,7 @@
 //! assert_eq!(scenario.calls_per_replica(), 600);
 //! ```
 
+mod fault;
 mod raw;
 
 use std::path::Path;
