@@ -24,6 +24,14 @@ pub(crate) enum Format {
     Csv,
 }
 
+/// How configs are ranked, shown under `tripline sweep --help`.
+const SCORE_HELP: &str = "\
+Ranking, lower is better: score = detection + 5s × false trips + collateral, where
+- detection sums the detection delays of the faults with expect_trip = true
+  (a fault never tripped on counts its whole length),
+- false trips are trips on faults with expect_trip = false or before any fault,
+- collateral is the healthy calls rejected ÷ the calls per second of all replicas.";
+
 /// Options of `tripline sweep`.
 ///
 /// Score (lower is better): detection + 5s × false trips + collateral, where
@@ -31,6 +39,7 @@ pub(crate) enum Format {
 /// (a missed fault counts its whole length) and collateral is the healthy
 /// calls rejected divided by the calls per second of all replicas.
 #[derive(Args, Debug)]
+#[command(after_help = SCORE_HELP)]
 pub(crate) struct SweepArgs {
     /// The scenario file; its first breaker table is the base config.
     file: PathBuf,

@@ -60,7 +60,7 @@ pub fn render(scenario: &Scenario, report: &Report) -> String {
     for (i, f) in scenario.faults.iter().enumerate() {
         let fill = if f.expect_trip { "#ffe0b2" } else { "#bbdefb" };
         let y = 30.0 + FAULT_ROW * i as f64;
-        svg.text(LEFT - 6.0, y + 10.0, Anchor::End, 10, &f.name);
+        svg.text(LEFT - 6.0, y + 10.0, Anchor::End, 10, &shorten(&f.name, 20));
         for (a, b) in intervals(scenario, &f.window) {
             let w = (x(b) - x(a)).max(1.5);
             svg.rect(x(a), top - 4.0, w, height - top - 40.0, fill, None);
@@ -101,6 +101,17 @@ pub fn render(scenario: &Scenario, report: &Report) -> String {
         svg.text(lx + 14.0, height - 8.0, Anchor::Start, 10, label);
     }
     svg.finish()
+}
+
+/// `s` cut to `max` characters with an ellipsis, to fit the left margin
+/// (the full name is in the bar's tooltip).
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut t: String = s.chars().take(max - 1).collect();
+    t.push('…');
+    t
 }
 
 /// The time intervals, in seconds, during which a fault acts.

@@ -10,6 +10,39 @@
 //! library's config vocabulary unchanged, so a config calibrated here can be
 //! pasted into a service.
 //!
+//! # File reference
+//!
+//! ```text
+//! name = str                 # default: the file name
+//! duration = "120s"          # > 0, ≤ 7 days; calls start at t < duration
+//! seed = u64                 # default 0; probabilistic faults and jitter
+//!
+//! [traffic]
+//! rate = f64                 # > 0 calls/s per replica; call k starts at k / rate
+//! latency = "20ms"           # a healthy call's duration, default 0
+//! timeout = "1s"             # optional, > 0: a slower call fails at this duration
+//! replicas = 1               # 1 ..= 100 000 callers, each with its own breaker
+//!
+//! [[fault]]                  # zero or more
+//! name = str                 # default "fault N"
+//! start = "30s"              # < duration; with `end` (exclusive, > start,
+//! end = "70s"                #   default: the scenario's end) ...
+//! at = ["112s", "115s"]      # ... or single calls: the first call at or after
+//!                            #   each instant; strictly increasing, < duration
+//! kind = "error"             # "error" (default): calls fail;
+//!                            # "latency": calls take `latency`
+//! latency = "700ms"          # required (> 0) for "latency"; for "error", how
+//!                            #   long the failing calls take (default: traffic's)
+//! rate = 1.0                 # (0, 1]: probability of hitting each call
+//! expect_trip = true         # false: a blip to ride out; its trips are false
+//!
+//! [[breaker]]                # one or more, names unique (default "breaker N");
+//! ...                        # tripline::CircuitBreakerConfig, unchanged
+//! ```
+//!
+//! Faults active together combine: a call fails if any error fault hits it,
+//! and takes the longest latency of the faults that hit it.
+//!
 //! ```
 //! use tripline_sim::Scenario;
 //!
