@@ -41,6 +41,26 @@ const REJECTED: &str = "#9e9e9e";
 const LOAD: &str = "#1e88e5";
 
 /// Renders the report of `scenario` as an SVG document.
+///
+/// ```
+/// use tripline_sim::{Report, Scenario, chart};
+///
+/// let scenario = Scenario::from_toml("doc.toml", r#"
+///     duration = "10s"
+///     [traffic]
+///     rate = 2.0
+///     [[fault]]
+///     name = "down"
+///     start = "4s"
+///     [[breaker]]
+///     name = "b"
+///     window = { kind = "count", size = 4 }
+///     minimum_calls = 4
+/// "#).unwrap();
+/// let svg = chart::render(&scenario, &Report::simulate(&scenario).unwrap());
+/// assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+/// assert!(svg.ends_with("</svg>\n"));
+/// ```
 pub fn render(scenario: &Scenario, report: &Report) -> String {
     let duration = scenario.duration.as_secs_f64();
     let x = |t: f64| LEFT + PLOT * (t / duration).clamp(0.0, 1.0);

@@ -100,6 +100,27 @@ pub(crate) struct Effect {
 
 /// A scenario compiled for the loop; shared by every breaker and every
 /// sweep configuration run on it.
+///
+/// ```
+/// use tripline_sim::{Plan, Scenario};
+///
+/// let scenario = Scenario::from_toml("doc.toml", r#"
+///     duration = "10s"
+///     [traffic]
+///     rate = 2.0
+///     [[fault]]
+///     name = "down"
+///     start = "4s"
+///     [[breaker]]
+///     name = "b"
+///     window = { kind = "count", size = 4 }
+///     minimum_calls = 4
+/// "#).unwrap();
+/// let plan = Plan::new(&scenario);
+/// assert_eq!(plan.calls_per_replica(), 20);
+/// assert_eq!(plan.slot_at(3_999_999_999), 0, "before the fault");
+/// assert_eq!(plan.slot_at(4_000_000_000), 1, "the fault's own slot");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub(crate) times: CallTimes,

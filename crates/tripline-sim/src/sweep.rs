@@ -75,6 +75,14 @@ pub struct Sweep {
 
 impl Grid {
     /// Parses `KEY=V1,V2,...` specs (as given to `--grid`).
+    ///
+    /// ```
+    /// use tripline_sim::Grid;
+    ///
+    /// let grid = Grid::parse(&["minimum_calls=5,10".into(), "open_duration=2s,5s,10s".into()]).unwrap();
+    /// assert_eq!(grid.len(), 6);
+    /// assert!(Grid::parse(&["minimum_calls".into()]).is_err());
+    /// ```
     pub fn parse(specs: &[String]) -> Result<Grid, String> {
         let mut axes: Vec<(String, Vec<(String, toml::Value)>)> = Vec::new();
         for spec in specs {
@@ -178,6 +186,29 @@ impl Sweep {
     /// Builds and validates every point of `grid` over the first breaker of
     /// `scenario`, runs them in parallel (calling `progress` after each) and
     /// ranks them.
+    ///
+    /// ```
+    /// use tripline_sim::{Grid, Scenario, Sweep};
+    ///
+    /// let scenario = Scenario::from_toml("doc.toml", r#"
+    ///     duration = "30s"
+    ///     [traffic]
+    ///     rate = 10.0
+    ///     [[fault]]
+    ///     name = "down"
+    ///     start = "10s"
+    ///     end = "20s"
+    ///     [[breaker]]
+    ///     name = "b"
+    ///     window = { kind = "count", size = 20 }
+    /// "#).unwrap();
+    /// let grid = Grid::parse(&["failure_rate_threshold=0.8,0.2".into()]).unwrap();
+    /// let sweep = Sweep::run(&scenario, &grid, &|| {}).unwrap();
+    /// // 4 failures in 20 trip at 20 %, 16 at 80 %: the lower threshold
+    /// // detects sooner and, with nothing to trip on by mistake, ranks first.
+    /// assert_eq!(sweep.results[0].params, [("failure_rate_threshold".to_owned(), "0.2".to_owned())]);
+    /// assert!(sweep.results[0].score.detection < sweep.results[1].score.detection);
+    /// ```
     pub fn run(
         scenario: &Scenario,
         grid: &Grid,

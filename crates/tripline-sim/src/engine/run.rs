@@ -77,6 +77,31 @@ struct InFlight<'a> {
 
 /// Runs `config` on every replica of `scenario` (compiled as `plan`).
 ///
+/// ```
+/// use tripline::State;
+/// use tripline_sim::{Plan, Scenario, engine};
+///
+/// let scenario = Scenario::from_toml("doc.toml", r#"
+///     duration = "10s"
+///     [traffic]
+///     rate = 2.0
+///     [[fault]]
+///     name = "down"
+///     start = "4s"
+///     [[breaker]]
+///     name = "b"
+///     window = { kind = "count", size = 4 }
+///     minimum_calls = 4
+/// "#).unwrap();
+/// let plan = Plan::new(&scenario);
+/// let trace = engine::run(&scenario, &plan, &scenario.breakers[0].config).unwrap();
+/// // From 4 s every call fails: at 4.5 s the window of 4 holds 2 failures,
+/// // 50 %, and trips; the default 5 s later a probe at 9.5 s fails too.
+/// let trip = &trace.transitions[0];
+/// assert_eq!((trip.at, trip.to), (4_500_000_000, State::Open));
+/// assert_eq!((trace.slots[1].failed, trace.slots[1].rejected), (3, 9));
+/// ```
+///
 /// Each replica gets its own breaker built with
 /// `.seed(scenario.seed).instance_id(replica)`, all sharing one
 /// [`ManualClock`]. Fails only if the config is invalid.
