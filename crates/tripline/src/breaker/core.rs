@@ -125,7 +125,9 @@ impl Inner {
     /// The window calls record into.
     #[inline(always)]
     pub(crate) fn window(&self) -> &Window {
-        let depth = self.window_depth.load(Ordering::Relaxed);
+        // Acquire pairs with the Release store after a reshape, so the new
+        // window's initialisation is visible (free on x86).
+        let depth = self.window_depth.load(Ordering::Acquire);
         if depth == 0 {
             self.windows.first()
         } else {
