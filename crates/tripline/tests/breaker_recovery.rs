@@ -53,7 +53,10 @@ fn succeed(b: &CircuitBreaker, n: usize) {
     }
 }
 
-fn transitions(b: &CircuitBreaker) -> Arc<Mutex<Vec<(State, State, Reason, Option<Duration>)>>> {
+/// (from, to, reason, open duration) of each transition.
+type Seen = Arc<Mutex<Vec<(State, State, Reason, Option<Duration>)>>>;
+
+fn transitions(b: &CircuitBreaker) -> Seen {
     let seen: Arc<Mutex<Vec<_>>> = Arc::default();
     let sink = seen.clone();
     b.subscribe(move |e| {
