@@ -87,6 +87,11 @@ fn slow_dependency_is_caught_only_by_the_slow_call_rate() {
     );
     assert!(aware.faults[0].detection_delay.expect("detected") < 10.0);
     assert!(aware.totals.rejected > 500);
+    assert_eq!(
+        aware.trips(),
+        1,
+        "slow probes fail the half-open round: no flapping during the slowness"
+    );
 }
 
 #[test]
