@@ -151,10 +151,10 @@ fn two_threads(c: &mut Criterion) {
 /// hysteresis, cooldown and warm-up configured, against the plain breaker;
 /// and with the learned slow-call baseline (which samples every success).
 fn adaptive_features(c: &mut Criterion) {
+    use tripline::HalfOpenPolicy;
     use tripline::breaker::{
         Backoff, Cooldown, Jitter, OpenDuration, SlowCallBaseline, WarmUp, WarmUpMode,
     };
-    use tripline::HalfOpenPolicy;
     let adaptive = |window| CircuitBreakerConfig {
         window,
         slow_call_duration: Some(Duration::from_secs(1)),
@@ -196,11 +196,17 @@ fn adaptive_features(c: &mut Criterion) {
     let mut g = c.benchmark_group("adaptive");
     for (name, window) in [("count", count()), ("time", time())] {
         let plain = tripline_breaker(window);
-        g.bench_function(format!("plain_{name}"), |b| b.iter(|| tripline_call(&plain)));
+        g.bench_function(format!("plain_{name}"), |b| {
+            b.iter(|| tripline_call(&plain))
+        });
         let on = CircuitBreaker::try_new(adaptive(window)).expect("valid");
-        g.bench_function(format!("features_{name}"), |b| b.iter(|| tripline_call(&on)));
+        g.bench_function(format!("features_{name}"), |b| {
+            b.iter(|| tripline_call(&on))
+        });
         let learn = CircuitBreaker::try_new(learning(window)).expect("valid");
-        g.bench_function(format!("baseline_{name}"), |b| b.iter(|| tripline_call(&learn)));
+        g.bench_function(format!("baseline_{name}"), |b| {
+            b.iter(|| tripline_call(&learn))
+        });
     }
     g.finish();
 }

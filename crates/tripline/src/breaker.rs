@@ -380,7 +380,8 @@ impl CircuitBreaker {
     /// Approximate heap and inline bytes of this breaker, for capacity
     /// planning of keyed breakers.
     pub fn memory_footprint(&self) -> usize {
-        std::mem::size_of::<Inner>() + self.inner.heap_bytes()
+        // The Arc's two counts, then the breaker and what it owns.
+        16 + std::mem::size_of::<Inner>() + self.inner.heap_bytes()
     }
 
     /// Whether two handles share one breaker.

@@ -79,7 +79,7 @@ pub(crate) struct Inner {
     /// While a health prober is attached, business calls do not probe an
     /// open breaker before this time.
     health_gate: AtomicU64,
-    baseline: OnceLock<Baseline>,
+    baseline: OnceLock<Box<Baseline>>,
     /// Serialises reconfigurations (never taken on the call path).
     reconfiguring: Mutex<()>,
     counters: Counters,
@@ -152,7 +152,7 @@ impl Inner {
                     (None, Some(b)) => {
                         let baseline = self
                             .baseline
-                            .get_or_init(|| Baseline::new(self.clock.now().as_nanos()));
+                            .get_or_init(|| Box::new(Baseline::new(self.clock.now().as_nanos())));
                         let t = baseline
                             .threshold(b)
                             .unwrap_or(duration_to_nanos(b.ceiling));
@@ -213,7 +213,9 @@ impl Inner {
         (n != NEVER).then(|| std::time::Duration::from_nanos(n & !record::LEARN_BIT))
     }
 
+    /// Bytes this breaker owns outside `Inner` (window, stripes, settings).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.window().heap_bytes() + self.counters.heap_bytes() + self.name.len()
+        let settings = std::mem::size_of::<Settings>() + 16 + self.name.len();
+        self.window().heap_bytes() + self.counters.heap_bytes() + self.name.len() + settings
     }
 }

@@ -189,13 +189,13 @@ struct Queue {
     next: u64,
     pending: BTreeMap<u64, Event>,
     delivering: bool,
+    next_id: u64,
+    subscribers: Vec<(u64, Callback)>,
 }
 
 /// Subscribers and the ordered delivery queue of one breaker.
 pub(crate) struct EventHub {
     seq: AtomicU64,
-    next_id: AtomicU64,
-    subscribers: Mutex<Vec<(u64, Callback)>>,
     queue: Mutex<Queue>,
 }
 
@@ -203,8 +203,6 @@ impl EventHub {
     pub(crate) fn new() -> Self {
         EventHub {
             seq: AtomicU64::new(0),
-            next_id: AtomicU64::new(0),
-            subscribers: Mutex::new(Vec::new()),
             queue: Mutex::new(Queue::default()),
         }
     }
@@ -215,17 +213,19 @@ impl EventHub {
     }
 
     pub(crate) fn subscribe(&self, f: Callback) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.subscribers).push((id, f));
+        let mut q = lock(&self.queue);
+        let id = q.next_id;
+        q.next_id += 1;
+        q.subscribers.push((id, f));
         id
     }
 
     pub(crate) fn unsubscribe(&self, id: u64) {
-        lock(&self.subscribers).retain(|(i, _)| *i != id);
+        lock(&self.queue).subscribers.retain(|(i, _)| *i != id);
     }
 
     pub(crate) fn unsubscribe_all(&self) {
-        lock(&self.subscribers).clear();
+        lock(&self.queue).subscribers.clear();
     }
 
     /// Queues the event reserved as `seq` and delivers every event that is
@@ -245,11 +245,8 @@ impl EventHub {
                 return;
             };
             q.next += 1;
+            let subscribers: Vec<Callback> = q.subscribers.iter().map(|(_, f)| f.clone()).collect();
             drop(q);
-            let subscribers: Vec<Callback> = lock(&self.subscribers)
-                .iter()
-                .map(|(_, f)| f.clone())
-                .collect();
             for f in subscribers {
                 // A panicking subscriber must not stop delivery to the others
                 // nor leave the queue marked as delivering.

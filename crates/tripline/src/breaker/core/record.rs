@@ -178,7 +178,7 @@ impl Inner {
         let eff = self.effective(now);
         let slow_on = self.times_calls();
         let reason = trip_reason(&snap, &eff, slow_on);
-        let min_state = self.with_settings(|s| s.min_state_nanos);
+        let min_state = self.with_settings(|s| s.min_state_nanos());
         let held = !eff.may_trip || (now - self.entered_at()).as_nanos() < u128::from(min_state);
         // Keep re-evaluating on successes while a trip is held back or the
         // sample is still filling with bad calls in it.
@@ -217,7 +217,7 @@ impl Inner {
     /// Applies a half-open round's decision, or parks it until
     /// `min_state_duration` has passed.
     pub(crate) fn decide_round(&self, w: Word, decision: Decision, now: Timestamp) {
-        let min_state = self.with_settings(|s| s.min_state_nanos);
+        let min_state = self.with_settings(|s| s.min_state_nanos());
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
             let code = match decision {
                 Decision::Close => PENDING_CLOSE,
@@ -253,7 +253,7 @@ impl Inner {
         if p == 0 || p >> 2 != w.generation() {
             return false;
         }
-        let min_state = self.with_settings(|s| s.min_state_nanos);
+        let min_state = self.with_settings(|s| s.min_state_nanos());
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
             return false;
         }

@@ -10,18 +10,13 @@ use super::super::config::{CircuitBreakerConfig, WarmUpMode};
 use super::super::half_open::Rules;
 use crate::clock::duration_to_nanos;
 
-/// A validated config and the values derived from it.
+/// A validated config and the policy rules derived from it; everything
+/// else is computed from the config on the (cold) paths that need it, which
+/// keeps a breaker small.
 pub(crate) struct Settings {
     pub(crate) config: CircuitBreakerConfig,
     pub(crate) version: u64,
-    pub(crate) minimum_calls: u64,
-    pub(crate) failure_ppm: u64,
-    pub(crate) slow_ppm: u64,
     pub(crate) rules: Rules,
-    pub(crate) min_state_nanos: u64,
-    /// (duration, failure threshold) after recovering.
-    pub(crate) cooldown: Option<(u64, u64)>,
-    pub(crate) warm_up: Option<(u64, WarmUpMode)>,
 }
 
 pub(crate) fn ppm(rate: f64) -> u64 {
@@ -42,19 +37,14 @@ impl Settings {
     pub(crate) fn new(config: CircuitBreakerConfig, version: u64) -> Self {
         Settings {
             version,
-            minimum_calls: u64::from(config.minimum_calls),
-            failure_ppm: ppm(config.failure_rate_threshold),
-            slow_ppm: ppm(config.slow_call_rate_threshold),
             rules: Rules::new(&config.half_open),
-            min_state_nanos: config.min_state_duration.map_or(0, duration_to_nanos),
-            cooldown: config
-                .cooldown
-                .map(|c| (duration_to_nanos(c.duration), ppm(c.failure_rate_threshold))),
-            warm_up: config
-                .warm_up
-                .map(|w| (duration_to_nanos(w.duration), w.mode)),
             config,
         }
+    }
+
+    /// `min_state_duration` in nanoseconds, 0 when off.
+    pub(crate) fn min_state_nanos(&self) -> u64 {
+        self.config.min_state_duration.map_or(0, duration_to_nanos)
     }
 
     /// The thresholds at `now`, given when warm-up started and when the
@@ -65,21 +55,23 @@ impl Settings {
         warm_start: u64,
         recovered_at: Option<u64>,
     ) -> Effective {
+        let c = &self.config;
         let mut e = Effective {
-            minimum_calls: self.minimum_calls,
-            failure_ppm: self.failure_ppm,
-            slow_ppm: self.slow_ppm,
+            minimum_calls: u64::from(c.minimum_calls),
+            failure_ppm: ppm(c.failure_rate_threshold),
+            slow_ppm: ppm(c.slow_call_rate_threshold),
             may_trip: true,
         };
-        if let (Some((length, ppm)), Some(since)) = (self.cooldown, recovered_at)
-            && now.saturating_sub(since) < length
+        if let (Some(cooldown), Some(since)) = (c.cooldown, recovered_at)
+            && now.saturating_sub(since) < duration_to_nanos(cooldown.duration)
         {
-            e.failure_ppm = e.failure_ppm.min(ppm);
+            e.failure_ppm = e.failure_ppm.min(ppm(cooldown.failure_rate_threshold));
         }
-        if let Some((length, mode)) = self.warm_up {
+        if let Some(warm_up) = c.warm_up {
+            let length = duration_to_nanos(warm_up.duration);
             let elapsed = now.saturating_sub(warm_start);
             if elapsed < length {
-                match mode {
+                match warm_up.mode {
                     WarmUpMode::NoTrip => e.may_trip = false,
                     WarmUpMode::Relaxed => {
                         // Linear from 100% at the start to the configured

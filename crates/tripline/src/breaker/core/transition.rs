@@ -107,7 +107,7 @@ impl Inner {
                 self.rng.store(rng, Ordering::Relaxed);
                 self.settings.with(|s| {
                     let d = s.config.open_duration.for_round(round as u32, u);
-                    d.max(Duration::from_nanos(s.min_state_nanos))
+                    d.max(Duration::from_nanos(s.min_state_nanos()))
                 })
             }
         };
@@ -214,7 +214,7 @@ impl Inner {
     /// The thresholds in force at `now`, for events.
     pub(crate) fn thresholds(&self, now: Timestamp) -> Thresholds {
         let eff = self.effective(now);
-        let (version, min_state) = self.settings.with(|s| (s.version, s.min_state_nanos));
+        let (version, min_state) = self.settings.with(|s| (s.version, s.min_state_nanos()));
         Thresholds {
             minimum_calls: eff.minimum_calls,
             failure_rate: eff.failure_ppm as f64 / 1e6,

@@ -53,8 +53,9 @@ pub(crate) struct TimeWindow {
     /// [`TimeWindow::success_may_trip`]).
     last_eval: AtomicU64,
     lines: Box<[Padded<[AtomicU64; 8]>]>,
-    /// Per stripe: counts folded out of expired words, per field.
-    folded: Box<[Padded<[AtomicU64; FIELDS]>]>,
+    /// Per stripe and field: counts folded out of expired words. Written
+    /// once per bucket rollover, so not padded per stripe.
+    folded: Box<[AtomicU64]>,
 }
 
 #[inline]
@@ -79,7 +80,7 @@ impl TimeWindow {
             stripe_words,
             last_eval: AtomicU64::new(u64::MAX),
             lines,
-            folded: (0..stripes).map(|_| Padded(Default::default())).collect(),
+            folded: (0..stripes * FIELDS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -169,7 +170,7 @@ impl TimeWindow {
     fn fold(&self, stripe: usize, field: usize, old: u64) {
         let n = old & COUNT_MASK;
         if n != 0 {
-            self.folded[stripe].0[field].fetch_add(n, Ordering::Relaxed);
+            self.folded[stripe * FIELDS + field].fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -296,7 +297,7 @@ impl TimeWindow {
         let mut sums = [0u64; FIELDS];
         for stripe in 0..self.stripes {
             for (field, sum) in sums.iter_mut().enumerate() {
-                *sum += self.folded[stripe].0[field].load(Ordering::Relaxed);
+                *sum += self.folded[stripe * FIELDS + field].load(Ordering::Relaxed);
                 for bucket in 0..self.buckets as usize {
                     *sum += self.word(stripe, bucket, field).load(Ordering::Relaxed) & COUNT_MASK;
                 }
@@ -311,7 +312,7 @@ impl TimeWindow {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.lines.len() * 64 + self.folded.len() * 64
+        self.lines.len() * 64 + self.folded.len() * 8
     }
 }
 
