@@ -8,9 +8,14 @@
 //! * [`CircuitBreaker`] — trips on failure rate *and* slow-call rate over a
 //!   count or time window, probes carefully while half-open (no leaked or
 //!   stuck probe), and explains every decision with an [`Event`].
-//! * [`clock`] — time is injected: [`ManualClock`](clock::ManualClock) makes
+//! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
+//! * The policies that must work with a breaker (seed 001 §6): [`retry`]
+//!   with a shared [`budget`], [`timeout`]s and deadlines that travel with
+//!   the request, [`bulkhead`], [`fallback`], [`hedge`], and the
+//!   [`pipeline`] that composes them in the one order where they help each
+//!   other; `tower` layers for all of them with the `tower` feature.
 //!
 //! ```
 //! use std::time::Duration;
@@ -42,9 +47,16 @@
 #![forbid(unsafe_code)]
 
 pub mod breaker;
+pub mod budget;
+pub mod bulkhead;
 pub mod classify;
 pub mod clock;
+pub mod fallback;
+pub mod hedge;
+pub mod pipeline;
+pub mod retry;
 pub(crate) mod sync;
+pub mod timeout;
 
 pub use breaker::{
     CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
@@ -53,3 +65,4 @@ pub use breaker::{
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
+pub use pipeline::{Pipeline, PolicyConfigError, PolicyError};

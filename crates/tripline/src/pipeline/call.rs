@@ -1,0 +1,288 @@
+//! One logical call through the pipeline, synchronous flavour.
+//!
+//! The loop, per logical call: check the deadline floor; take one breaker
+//! permit (a rejection ends the call: no retry, no budget); deposit in the
+//! budget; then per attempt: re-check the breaker (short-circuit), spend a
+//! retry from the budget, take a bulkhead slot, run the attempt under its
+//! deadline, classify, and either finish or plan the next attempt. The
+//! breaker permit records the *final* outcome once, when the call ends.
+//!
+//! Sync code cannot be preempted: an attempt that overran the per-attempt
+//! timeout is judged [`Timeout`](crate::timeout::Timeout) after it returns
+//! (its value discarded, exactly as if an async attempt had been dropped),
+//! and the attempt's [`Attempt::deadline`] is meant for the client's own
+//! socket timeout. The success path allocates nothing.
+
+use std::time::Duration;
+
+use super::{Pipeline, PolicyError};
+use crate::breaker::Permit;
+use crate::classify::{Classifier, Outcome};
+use crate::clock::Clock;
+use crate::retry::{RetryClassifier, RetryDecision, RetryRefusal};
+use crate::timeout::{Deadline, Timeout};
+
+/// What an attempt knows about itself.
+///
+/// ```
+/// use tripline::pipeline::Pipeline;
+/// let p = Pipeline::builder().build().unwrap();
+/// let n = p.call(|attempt| Ok::<_, ()>(attempt.number())).unwrap();
+/// assert_eq!(n, 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub(crate) number: u32,
+    pub(crate) deadline: Option<Deadline>,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl Attempt {
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// Whether this attempt is a retry.
+    pub fn is_retry(&self) -> bool {
+        self.number > 1
+    }
+
+    /// The attempt's deadline (the earlier of the call's deadline and the
+    /// per-attempt timeout): give it to the client's own timeout.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// The per-attempt timeout, if configured.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+/// One call's options: deadline, idempotency key, classifiers.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::clock::ManualClock;
+/// use tripline::pipeline::{Pipeline, PolicyError};
+/// use tripline::retry::{RetryConfig, RetryDecision};
+/// use tripline::timeout::Deadline;
+/// use tripline::Outcome;
+///
+/// let clock = ManualClock::new();
+/// let p = Pipeline::builder()
+///     .retry(RetryConfig { idempotent: false, ..Default::default() })
+///     .clock(clock.clone())
+///     .build()
+///     .unwrap();
+/// let r = p
+///     .request()
+///     .deadline(Deadline::after(&clock, Duration::from_secs(2)))
+///     .idempotency_key("order-42") // non-idempotent, but keyed: may retry
+///     .classify(|r: &Result<u16, u16>| match r { Err(400) => Outcome::Ignored, Err(_) => Outcome::Failure, Ok(_) => Outcome::Success })
+///     .retry_on(|r: &Result<u16, u16>| match r { Err(503) => RetryDecision::Retry, _ => RetryDecision::Done })
+///     .call(|a| if a.number() == 1 { Err(503) } else { Ok(200) });
+/// assert_eq!(r, Ok(200));
+/// ```
+pub struct Call<'p, C, R> {
+    pub(crate) pipeline: &'p Pipeline,
+    pub(crate) classifier: C,
+    pub(crate) retry_on: R,
+    pub(crate) deadline: Option<Deadline>,
+    pub(crate) has_key: bool,
+}
+
+impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry::RetryOnError> {
+    pub(crate) fn new(pipeline: &'p Pipeline) -> Self {
+        Call {
+            pipeline,
+            classifier: crate::classify::DefaultClassifier,
+            retry_on: crate::retry::RetryOnError,
+            deadline: None,
+            has_key: false,
+        }
+    }
+}
+
+impl<'p, C, R> Call<'p, C, R> {
+    /// The call's deadline, as an explicit parameter (else the context's,
+    /// [`Deadline::current`]); the configured overall budget still applies.
+    pub fn deadline(mut self, deadline: Deadline) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The call carries an idempotency key, so a non-idempotent operation
+    /// may be retried (the server deduplicates by key).
+    pub fn idempotency_key(mut self, key: &str) -> Self {
+        self.has_key = !key.is_empty();
+        self
+    }
+
+    /// Classifies results for the breaker.
+    pub fn classify<C2>(self, classifier: C2) -> Call<'p, C2, R> {
+        Call {
+            pipeline: self.pipeline,
+            classifier,
+            retry_on: self.retry_on,
+            deadline: self.deadline,
+            has_key: self.has_key,
+        }
+    }
+
+    /// Decides which results are retried.
+    pub fn retry_on<R2>(self, retry_on: R2) -> Call<'p, C, R2> {
+        Call {
+            pipeline: self.pipeline,
+            classifier: self.classifier,
+            retry_on,
+            deadline: self.deadline,
+            has_key: self.has_key,
+        }
+    }
+
+    /// Runs `op` (sync).
+    pub fn call<T, E>(
+        self,
+        mut op: impl FnMut(&Attempt) -> Result<T, E>,
+    ) -> Result<T, PolicyError<E>>
+    where
+        C: Classifier<T, E>,
+        R: RetryClassifier<T, E>,
+    {
+        let p = &*self.pipeline.inner;
+        let clock = &p.clock;
+        let start = clock.now();
+        let deadline = p.deadline(self.deadline, start);
+        p.check_floor(deadline, start)
+            .map_err(PolicyError::DeadlineExceeded)?;
+        let mut ledger = Ledger::new(match &p.breaker {
+            Some(b) => Some(
+                b.try_acquire()
+                    .map_err(|r| PolicyError::CircuitOpen(r.into()))?,
+            ),
+            None => None,
+        });
+        if let Some(r) = &p.retry {
+            r.deposit();
+        }
+        let mut made = 0u32;
+        let mut wait = Duration::ZERO;
+        let mut now = start;
+        let mut last: Option<Result<T, PolicyError<E>>> = None;
+        loop {
+            made += 1;
+            if let (Some(r), Some(prev)) = (&p.retry, last.take()) {
+                if let Err(open) = p.breaker_admits(ledger.is_probe()) {
+                    r.refuse(RetryRefusal::CircuitOpen);
+                    return Err(PolicyError::CircuitOpen(open));
+                }
+                if r.withdraw().is_err() {
+                    return exhausted(made - 1, prev);
+                }
+            }
+            if let Some(r) = &p.retry {
+                r.count_attempt(made > 1);
+            }
+            let slot = match &p.bulkhead {
+                Some(b) => Some(b.try_acquire().map_err(PolicyError::BulkheadFull)?),
+                None => None,
+            };
+            let per_attempt = p.timeouts.per_attempt;
+            let attempt = Attempt {
+                number: made,
+                deadline: Deadline::earliest(deadline, per_attempt.map(|t| Deadline::at(now + t))),
+                timeout: per_attempt,
+            };
+            let result = match attempt.deadline {
+                Some(d) => d.scope(|| op(&attempt)),
+                None => op(&attempt),
+            };
+            let end = clock.now();
+            drop(slot);
+            let elapsed = end - now;
+            let (outcome, decision, result) = match per_attempt {
+                Some(after) if elapsed > after => (
+                    Outcome::Failure,
+                    timeout_decision(p),
+                    Err(PolicyError::Timeout(Timeout { after })),
+                ),
+                _ => (
+                    self.classifier.classify(&result),
+                    self.retry_on.decide(&result),
+                    result.map_err(PolicyError::Inner),
+                ),
+            };
+            ledger.last = Some((outcome, elapsed));
+            let Some(r) = p.retry.as_ref().filter(|_| decision != RetryDecision::Done) else {
+                return result;
+            };
+            let remaining = deadline.map(|d| d.instant() - end);
+            match r.plan(
+                made,
+                decision,
+                self.has_key,
+                wait,
+                remaining,
+                p.timeouts.min_remaining,
+            ) {
+                Ok(w) => {
+                    wait = w;
+                    p.sleep_sync(w);
+                    now = clock.now();
+                    last = Some(result);
+                }
+                Err(RetryRefusal::Budget) => return exhausted(made, result),
+                Err(_) => return result,
+            }
+        }
+    }
+}
+
+/// The budget refused the retry `result` wanted: say so, keeping the
+/// last error (a retried `Ok` is returned as it is).
+pub(crate) fn exhausted<T, E>(
+    attempts: u32,
+    result: Result<T, PolicyError<E>>,
+) -> Result<T, PolicyError<E>> {
+    result.map_err(|e| PolicyError::BudgetExhausted {
+        attempts,
+        last: Box::new(e),
+    })
+}
+
+pub(crate) fn timeout_decision(p: &super::Inner) -> RetryDecision {
+    match &p.retry {
+        Some(r) if r.config().retry_on_timeout => RetryDecision::Retry,
+        _ => RetryDecision::Done,
+    }
+}
+
+/// The logical call's breaker permit and the outcome it will record: the
+/// last attempt's, once, when the call ends however it ends (an early
+/// return, a panic). No attempt ran: dropped, a neutral verdict.
+pub(crate) struct Ledger<'a> {
+    permit: Option<Permit<'a>>,
+    pub(crate) last: Option<(Outcome, Duration)>,
+}
+
+impl<'a> Ledger<'a> {
+    #[inline]
+    pub(crate) fn new(permit: Option<Permit<'a>>) -> Self {
+        Ledger { permit, last: None }
+    }
+
+    pub(crate) fn is_probe(&self) -> bool {
+        self.permit.as_ref().is_some_and(Permit::is_probe)
+    }
+}
+
+impl Drop for Ledger<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let (Some(permit), Some((outcome, elapsed))) = (self.permit.take(), self.last) {
+            permit.record(outcome, elapsed);
+        }
+    }
+}
