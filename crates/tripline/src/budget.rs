@@ -250,6 +250,12 @@ impl RetryBudget {
         }
     }
 
+    /// Counts a retry refused on a look at [`available`](Self::available)
+    /// (the retry loop checks before it waits out a backoff).
+    pub(crate) fn count_refusal(&self) {
+        self.inner.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Retries the budget would grant right now (rounded down).
     pub fn available(&self) -> u64 {
         let epoch = self.epoch();

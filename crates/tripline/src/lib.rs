@@ -57,6 +57,8 @@ pub mod pipeline;
 pub mod retry;
 pub(crate) mod sync;
 pub mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use breaker::{
     CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,

@@ -410,6 +410,21 @@ impl Inner {
         }
     }
 
+    /// Waits `d` between async attempts: on the timer, or by advancing a
+    /// `ManualClock`, or (no timer) by blocking like a sync call.
+    pub(crate) async fn sleep_async(&self, d: Duration) {
+        if d.is_zero() {
+            return;
+        }
+        match (&self.timer, self.clock.as_manual()) {
+            (_, Some(m)) => {
+                m.advance(d);
+            }
+            (Some(t), None) => t.sleep(d).await,
+            (None, None) => self.sleep_sync(d),
+        }
+    }
+
     /// Whether the breaker still admits the logical call holding `is_probe`.
     pub(crate) fn breaker_admits(&self, is_probe: bool) -> Result<(), CircuitOpen> {
         let Some(b) = &self.breaker else {

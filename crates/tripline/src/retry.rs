@@ -93,6 +93,17 @@ impl RetryConfig {
     }
 }
 
+/// Whether one call may run twice, as the retry loop sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Idempotency {
+    /// As [`RetryConfig::idempotent`] says.
+    Configured,
+    /// The call carries an idempotency key: the server deduplicates.
+    Keyed,
+    /// The request itself says (an HTTP method, say).
+    Request(bool),
+}
+
 /// Why a wanted retry was not made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RetryRefusal {
@@ -390,7 +401,7 @@ impl RetryPolicy {
         &self,
         made: u32,
         decision: RetryDecision,
-        has_key: bool,
+        idempotency: Idempotency,
         previous_wait: Duration,
         remaining: Option<Duration>,
         floor: Duration,
@@ -406,7 +417,12 @@ impl RetryPolicy {
         if made >= c.max_attempts {
             return Err(self.refuse(RetryRefusal::MaxAttempts));
         }
-        if !c.idempotent && !has_key {
+        let may_repeat = match idempotency {
+            Idempotency::Configured => c.idempotent,
+            Idempotency::Keyed => true,
+            Idempotency::Request(idempotent) => idempotent,
+        };
+        if !may_repeat {
             return Err(self.refuse(RetryRefusal::NonIdempotent));
         }
         let mut rng = self.inner.rng.load(Ordering::Relaxed);
@@ -421,6 +437,7 @@ impl RetryPolicy {
         if let Some(b) = &self.inner.budget
             && b.available() == 0
         {
+            b.count_refusal();
             return Err(self.refuse(RetryRefusal::Budget));
         }
         Ok(wait)

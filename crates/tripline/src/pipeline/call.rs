@@ -19,7 +19,7 @@ use super::{Pipeline, PolicyError};
 use crate::breaker::Permit;
 use crate::classify::{Classifier, Outcome};
 use crate::clock::Clock;
-use crate::retry::{RetryClassifier, RetryDecision, RetryRefusal};
+use crate::retry::{Idempotency, RetryClassifier, RetryDecision, RetryRefusal};
 use crate::timeout::{Deadline, Timeout};
 
 /// What an attempt knows about itself.
@@ -90,7 +90,7 @@ pub struct Call<'p, C, R> {
     pub(crate) classifier: C,
     pub(crate) retry_on: R,
     pub(crate) deadline: Option<Deadline>,
-    pub(crate) has_key: bool,
+    pub(crate) idempotency: Idempotency,
 }
 
 impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry::RetryOnError> {
@@ -100,7 +100,7 @@ impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry::RetryOnError
             classifier: crate::classify::DefaultClassifier,
             retry_on: crate::retry::RetryOnError,
             deadline: None,
-            has_key: false,
+            idempotency: Idempotency::Configured,
         }
     }
 }
@@ -116,7 +116,18 @@ impl<'p, C, R> Call<'p, C, R> {
     /// The call carries an idempotency key, so a non-idempotent operation
     /// may be retried (the server deduplicates by key).
     pub fn idempotency_key(mut self, key: &str) -> Self {
-        self.has_key = !key.is_empty();
+        if !key.is_empty() {
+            self.idempotency = Idempotency::Keyed;
+        }
+        self
+    }
+
+    /// Overrides the operation's configured idempotency for this call (the
+    /// tower layers set it from the request, e.g. its HTTP method).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        if self.idempotency != Idempotency::Keyed {
+            self.idempotency = Idempotency::Request(idempotent);
+        }
         self
     }
 
@@ -127,7 +138,7 @@ impl<'p, C, R> Call<'p, C, R> {
             classifier,
             retry_on: self.retry_on,
             deadline: self.deadline,
-            has_key: self.has_key,
+            idempotency: self.idempotency,
         }
     }
 
@@ -138,7 +149,7 @@ impl<'p, C, R> Call<'p, C, R> {
             classifier: self.classifier,
             retry_on,
             deadline: self.deadline,
-            has_key: self.has_key,
+            idempotency: self.idempotency,
         }
     }
 
@@ -222,7 +233,7 @@ impl<'p, C, R> Call<'p, C, R> {
             match r.plan(
                 made,
                 decision,
-                self.has_key,
+                self.idempotency,
                 wait,
                 remaining,
                 p.timeouts.min_remaining,

@@ -165,22 +165,14 @@ impl<C, R> Call<'_, C, R> {
             match r.plan(
                 made,
                 decision,
-                self.has_key,
+                self.idempotency,
                 wait,
                 remaining,
                 p.timeouts.min_remaining,
             ) {
                 Ok(w) => {
                     wait = w;
-                    if !w.is_zero() {
-                        match (&p.timer, clock.as_manual()) {
-                            (_, Some(m)) => {
-                                m.advance(w);
-                            }
-                            (Some(t), None) => t.sleep(w).await,
-                            (None, None) => p.sleep_sync(w),
-                        }
-                    }
+                    p.sleep_async(w).await;
                     now = clock.now();
                     last = Some(result);
                 }

@@ -130,6 +130,16 @@ impl Deadline {
     /// malformed (malformed values are counted, see [`malformed_header_count`]).
     #[cfg(feature = "tower")]
     pub fn from_headers(headers: &http::HeaderMap, clock: &impl Clock) -> Option<Deadline> {
+        Self::parse_headers(headers, clock).unwrap_or(None)
+    }
+
+    /// Like [`from_headers`](Self::from_headers), telling a malformed
+    /// header (still counted) from an absent one.
+    #[cfg(feature = "tower")]
+    pub fn parse_headers(
+        headers: &http::HeaderMap,
+        clock: &impl Clock,
+    ) -> Result<Option<Deadline>, MalformedDeadline> {
         let parsed = if let Some(v) = headers.get(DEADLINE_HEADER) {
             v.to_str()
                 .map_err(|_| MalformedDeadline)
@@ -139,13 +149,13 @@ impl Deadline {
                 .map_err(|_| MalformedDeadline)
                 .and_then(parse_grpc_timeout)
         } else {
-            return None;
+            return Ok(None);
         };
         match parsed {
-            Ok(budget) => Some(Deadline::after(clock, budget)),
-            Err(MalformedDeadline) => {
+            Ok(budget) => Ok(Some(Deadline::after(clock, budget))),
+            Err(e) => {
                 MALFORMED.fetch_add(1, Ordering::Relaxed);
-                None
+                Err(e)
             }
         }
     }
