@@ -124,6 +124,15 @@ impl RetryBudgetConfig {
 }
 
 /// Cumulative counts of one budget, for dashboards.
+///
+/// ```
+/// use tripline::budget::{RetryBudget, RetryBudgetConfig};
+/// let b = RetryBudget::try_new(RetryBudgetConfig { ratio: 0.0, min_retries_per_second: 0.0, ..Default::default() }).unwrap();
+/// b.deposit();
+/// assert!(!b.try_withdraw());
+/// let s = b.stats();
+/// assert_eq!((s.deposits, s.withdrawals, s.refused), (1, 0, 1));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BudgetStats {
     /// Requests deposited.

@@ -131,6 +131,15 @@ impl fmt::Display for BulkheadFull {
 impl std::error::Error for BulkheadFull {}
 
 /// Cumulative counts and current occupancy.
+///
+/// ```
+/// use tripline::bulkhead::{Bulkhead, BulkheadConfig};
+/// let b = Bulkhead::try_new(BulkheadConfig { max_concurrent: 1, ..Default::default() }).unwrap();
+/// let _slot = b.try_acquire_owned().unwrap();
+/// let _ = b.try_acquire();
+/// let s = b.stats();
+/// assert_eq!((s.in_flight, s.admitted, s.rejected), (1, 1, 1));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BulkheadStats {
     /// Calls holding a slot now.
@@ -366,5 +375,16 @@ impl fmt::Debug for OwnedBulkheadPermit {
 
 /// A slot shared by the call and any work it handed off; freed when the
 /// last clone drops.
+///
+/// ```
+/// use tripline::bulkhead::{Bulkhead, BulkheadConfig};
+/// let b = Bulkhead::try_new(BulkheadConfig { max_concurrent: 1, ..Default::default() }).unwrap();
+/// let shared = b.try_acquire_owned().unwrap().into_shared();
+/// let for_the_spawned_work = shared.clone();
+/// drop(shared); // the call is over…
+/// assert_eq!(b.stats().in_flight, 1); // …its work is not
+/// drop(for_the_spawned_work);
+/// assert_eq!(b.stats().in_flight, 0);
+/// ```
 #[derive(Clone, Debug)]
 pub struct SharedBulkheadPermit(#[allow(dead_code)] Arc<OwnedBulkheadPermit>);

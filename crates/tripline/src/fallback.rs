@@ -32,6 +32,16 @@ use crate::pipeline::{AsyncAttempt, Attempt, Pipeline, PolicyConfigError, Policy
 use crate::sync::{Arc, Mutex, lock};
 
 /// Why a value is a substitute.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::fallback::DegradedReason;
+/// use tripline::pipeline::PolicyError;
+/// use tripline::timeout::Timeout;
+///
+/// let e: PolicyError<()> = PolicyError::Timeout(Timeout { after: Duration::from_secs(1) });
+/// assert_eq!(DegradedReason::of(&e), DegradedReason::TimedOut);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]

@@ -34,6 +34,13 @@ use crate::sync::{Arc, Mutex, lock};
 use crate::timeout::{SharedTimer, Sleep};
 
 /// When to send a hedge.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::hedge::HedgeDelay;
+/// let fixed = HedgeDelay::Fixed { delay: Duration::from_millis(20) };
+/// assert_ne!(fixed, HedgeDelay::Quantile { quantile: 0.95, min_samples: 50, initial: Duration::from_millis(20) });
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(
@@ -144,6 +151,10 @@ impl HedgeConfig {
 }
 
 /// Cumulative counts of one hedging policy.
+///
+/// ```
+/// assert_eq!(tripline::hedge::HedgeStats::default().hedges, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HedgeStats {
     /// Logical calls.

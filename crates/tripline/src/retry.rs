@@ -152,6 +152,22 @@ impl fmt::Display for RetryRefusal {
 }
 
 /// Cumulative counts of one retry policy (shared by its clones).
+///
+/// ```
+/// use tripline::clock::ManualClock;
+/// use tripline::retry::{Retry, RetryBackoff, RetryConfig, RetryRefusal};
+///
+/// let retry = Retry::builder()
+///     .config(RetryConfig { max_attempts: 2, backoff: RetryBackoff::None, ..Default::default() })
+///     .clock(ManualClock::new())
+///     .build()
+///     .unwrap();
+/// let _ = retry.call(|_| Err::<(), _>("down"));
+/// let stats = retry.stats();
+/// assert_eq!((stats.attempts, stats.retries), (2, 1));
+/// assert_eq!(stats.refused(RetryRefusal::MaxAttempts), 1);
+/// assert_eq!(RetryRefusal::Budget.as_str(), "budget");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetryStats {
     /// Attempts made, first attempts included.

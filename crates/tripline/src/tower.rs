@@ -33,6 +33,11 @@
 //!
 //! Hand-stacked layers can still be put in a harmful order: check the stack
 //! with [`check_order`](crate::pipeline::check_order), or use [`PipelineLayer`].
+//! At run time a [`CircuitBreakerService`] also notices when it is called
+//! from inside a `RetryLayer`/`PipelineLayer` (it would count every attempt)
+//! or inside a `BulkheadLayer` (its calls queue for slots before it can
+//! short-circuit them): it logs a `tracing` warning with the reason, once
+//! per process and kind, and counts every such call ([`misordered_calls`]).
 
 mod breaker;
 mod bulkhead;
@@ -43,7 +48,12 @@ mod pipeline;
 mod retry;
 mod timeout;
 
+use std::cell::Cell;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
 
 pub use breaker::{CircuitBreakerLayer, CircuitBreakerService};
 pub use bulkhead::{BulkheadLayer, BulkheadService};
@@ -51,7 +61,7 @@ pub use deadline::{DeadlineLayer, DeadlineService};
 pub use fallback::{FallbackLayer, FallbackService};
 pub use hedge::{HedgeLayer, HedgeService};
 pub use pipeline::{PipelineLayer, PipelineService};
-pub use retry::{RetryLayer, RetryService};
+pub use retry::{AsConfigured, RequestIdempotency, RetryLayer, RetryService};
 pub use timeout::{TimeoutLayer, TimeoutService};
 
 pub use crate::bulkhead::BulkheadFull;
@@ -95,6 +105,12 @@ impl std::error::Error for NotReady {}
 
 /// A retry was wanted but the budget is spent; `last` is the error that
 /// would have been retried.
+///
+/// ```
+/// use tripline::tower::BudgetExhausted;
+/// let e = BudgetExhausted { attempts: 2, last: "503".into() };
+/// assert_eq!(e.to_string(), "retry budget exhausted after 2 attempt(s); last error: 503");
+/// ```
 #[derive(Debug)]
 pub struct BudgetExhausted {
     /// Attempts made.
@@ -182,6 +198,16 @@ pub fn box_error(e: PolicyError<BoxError>) -> BoxError {
 /// The default breaker classifier of the layers: `Ok` is a success,
 /// tripline's local refusals are ignored (they say nothing about the
 /// dependency), every other error is a failure.
+///
+/// ```
+/// use tripline::tower::{BoxError, BulkheadFull, IgnoreLocalRejections};
+/// use tripline::{Classifier, Outcome};
+///
+/// let full: Result<(), BoxError> = Err(Box::new(BulkheadFull { max_concurrent: 1, queued: false }));
+/// assert_eq!(IgnoreLocalRejections.classify(&full), Outcome::Ignored);
+/// let reset: Result<(), BoxError> = Err("connection reset".into());
+/// assert_eq!(IgnoreLocalRejections.classify(&reset), Outcome::Failure);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IgnoreLocalRejections;
 
@@ -209,4 +235,94 @@ impl<T> Classifier<T, BoxError> for IgnoreLocalRejections {
 /// ```
 pub fn http_retryable<B>(req: &http::Request<B>) -> bool {
     req.method().is_idempotent() || req.headers().contains_key("idempotency-key")
+}
+
+/// Which tripline layers the current `call` (or poll) runs inside.
+pub(crate) const IN_RETRY: u8 = 1;
+pub(crate) const IN_BULKHEAD: u8 = 2;
+
+thread_local! {
+    static ENCLOSING: Cell<u8> = const { Cell::new(0) };
+}
+
+/// Restores the enclosing-layer marks on drop.
+pub(crate) struct Enclosed(u8);
+
+impl Drop for Enclosed {
+    fn drop(&mut self) {
+        ENCLOSING.with(|c| c.set(self.0));
+    }
+}
+
+/// Marks the current thread as running inside `layer` until the guard drops.
+pub(crate) fn enter(layer: u8) -> Enclosed {
+    let prev = ENCLOSING.with(Cell::get);
+    ENCLOSING.with(|c| c.set(prev | layer));
+    Enclosed(prev)
+}
+
+static MISORDERED: AtomicU64 = AtomicU64::new(0);
+static WARNED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
+/// Calls that reached a [`CircuitBreakerService`] from inside a retry or
+/// a bulkhead layer (a harmful order; see [`check_order`](crate::pipeline::check_order)).
+pub fn misordered_calls() -> u64 {
+    MISORDERED.load(Ordering::Relaxed)
+}
+
+/// Called by the breaker service: warns (once per kind) and counts when it
+/// runs inside a retry or a bulkhead.
+#[inline]
+pub(crate) fn check_breaker_placement(breaker: &str) {
+    let marks = ENCLOSING.with(Cell::get);
+    if marks != 0 {
+        misplaced(breaker, marks);
+    }
+}
+
+#[cold]
+fn misplaced(breaker: &str, marks: u8) {
+    MISORDERED.fetch_add(1, Ordering::Relaxed);
+    let (kind, reason) = if marks & IN_RETRY != 0 {
+        (
+            0,
+            "circuit breaker layer inside a retry: it counts every attempt, so one logical \
+             failure counts max_attempts times and trips the breaker early; put the breaker \
+             outside the retry, or use PipelineLayer (outer statistics, inner short-circuit)",
+        )
+    } else {
+        (
+            1,
+            "circuit breaker layer inside a bulkhead: calls the open breaker would reject at \
+             once first take or queue for a bulkhead slot; put the bulkhead inside the breaker",
+        )
+    };
+    if !WARNED[kind].swap(true, Ordering::Relaxed) {
+        tracing::warn!(target: "tripline::tower", breaker, "harmful layer order: {reason}");
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future polled with the current thread marked as inside a layer.
+    pub(crate) struct Marked<F> {
+        #[pin]
+        fut: F,
+        layer: u8,
+    }
+}
+
+impl<F> Marked<F> {
+    pub(crate) fn new(layer: u8, fut: F) -> Self {
+        Marked { fut, layer }
+    }
+}
+
+impl<F: Future> Future for Marked<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _in = enter(*this.layer);
+        this.fut.poll(cx)
+    }
 }

@@ -257,3 +257,42 @@ async fn hedge_layer_takes_the_first_answer_and_cancels_the_rest() {
     );
     assert_eq!(hedge.stats().hedge_wins, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_breaker_layer_inside_a_retry_or_a_bulkhead_is_reported() {
+    use tripline::CircuitBreaker;
+    use tripline::bulkhead::{Bulkhead, BulkheadConfig};
+    use tripline::tower::{BulkheadLayer, CircuitBreakerLayer, misordered_calls};
+    let breaker = CircuitBreaker::builder()
+        .clock(TokioTimer.clock())
+        .build()
+        .unwrap();
+    let bulkhead = Bulkhead::try_new(BulkheadConfig::default()).unwrap();
+    let ok = || tower::service_fn(|_: ()| async { Ok::<_, BoxError>(()) });
+
+    // The right order for separate layers: breaker outside retry and bulkhead.
+    let before = misordered_calls();
+    let mut good = tower::ServiceBuilder::new()
+        .layer(CircuitBreakerLayer::new(breaker.clone()))
+        .layer(RetryLayer::new(retry(None)))
+        .layer(BulkheadLayer::new(bulkhead.clone(), None))
+        .service(ok());
+    good.ready().await.unwrap().call(()).await.unwrap();
+    assert_eq!(misordered_calls(), before);
+
+    // Retry outside the breaker: every attempt would be counted.
+    let mut bad = tower::ServiceBuilder::new()
+        .layer(RetryLayer::new(retry(None)))
+        .layer(CircuitBreakerLayer::new(breaker.clone()))
+        .service(ok());
+    bad.ready().await.unwrap().call(()).await.unwrap();
+    assert_eq!(misordered_calls(), before + 1);
+
+    // Bulkhead outside the breaker.
+    let mut bad = tower::ServiceBuilder::new()
+        .layer(BulkheadLayer::new(bulkhead, None))
+        .layer(CircuitBreakerLayer::new(breaker))
+        .service(ok());
+    bad.ready().await.unwrap().call(()).await.unwrap();
+    assert_eq!(misordered_calls(), before + 2);
+}

@@ -20,6 +20,15 @@ use crate::timeout::{Deadline, DeadlineExceeded, Timeout, timeout};
 /// must outlive it (a spawned task that keeps going after a timeout) takes
 /// [`bulkhead_permit`](Self::bulkhead_permit): the slot then stays taken
 /// until that work drops it too.
+///
+/// ```
+/// use tripline::pipeline::Pipeline;
+/// # futures_executor::block_on(async {
+/// let p = Pipeline::builder().build().unwrap();
+/// let n = p.call_async(|a| async move { Ok::<_, ()>(a.number()) }).await;
+/// assert_eq!(n, Ok(1));
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct AsyncAttempt {
     pub(crate) number: u32,

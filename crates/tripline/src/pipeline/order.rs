@@ -32,6 +32,12 @@ use std::fmt;
 use super::PolicyConfigError;
 
 /// One layer of a stack.
+///
+/// ```
+/// use tripline::pipeline::Stage;
+/// assert_eq!(Stage::CANONICAL[2], Stage::Retry);
+/// assert_eq!(Stage::CircuitBreaker.to_string(), "circuit_breaker");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -84,6 +90,12 @@ impl fmt::Display for Stage {
 }
 
 /// A stack order that works but probably not as intended.
+///
+/// ```
+/// use tripline::pipeline::{check_order, Stage};
+/// let w = check_order(&[Stage::Retry, Stage::Deadline]).unwrap();
+/// assert_eq!(w[0].stage, Stage::Deadline);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderWarning {
     /// The stage the warning is about.

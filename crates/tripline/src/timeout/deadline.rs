@@ -194,6 +194,11 @@ impl<F: Future> Future for WithDeadline<F> {
 }
 
 /// A deadline header whose value does not parse.
+///
+/// ```
+/// use tripline::timeout::{parse_timeout_ms, MalformedDeadline};
+/// assert_eq!(parse_timeout_ms("soon"), Err(MalformedDeadline));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MalformedDeadline;
 

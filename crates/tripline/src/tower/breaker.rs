@@ -10,7 +10,7 @@ use tower_service::Service;
 use super::{BoxError, CircuitOpen, IgnoreLocalRejections, NotReady};
 use crate::breaker::{CircuitBreaker, OwnedPermit};
 use crate::classify::Classifier;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::{Clock, SharedClock, Timestamp};
 
 /// Wraps services in `breaker`, classifying results with `C`.
 ///
@@ -120,6 +120,7 @@ where
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
+        super::check_breaker_placement(self.breaker.name());
         let clock = self.breaker.clock();
         match self.reserved.take() {
             Some(Reserved::Permit(permit)) => ResponseFuture {
@@ -127,7 +128,7 @@ where
                 error: None,
                 permit: Some(permit),
                 start: clock.now(),
-                breaker: Some(self.breaker.clone()),
+                clock: Some(clock.clone()),
                 classifier: self.classifier.clone(),
             },
             Some(Reserved::Rejected(open)) => {
@@ -152,7 +153,7 @@ pin_project_lite::pin_project! {
         error: Option<BoxError>,
         permit: Option<OwnedPermit>,
         start: Timestamp,
-        breaker: Option<CircuitBreaker>,
+        clock: Option<SharedClock>,
         classifier: C,
     }
 }
@@ -164,7 +165,7 @@ impl<F, C: Clone> ResponseFuture<F, C> {
             error: Some(e),
             permit: None,
             start: Timestamp::ZERO,
-            breaker: None,
+            clock: None,
             classifier: classifier.clone(),
         }
     }
@@ -189,8 +190,8 @@ where
             })));
         };
         let result = ready!(fut.poll(cx)).map_err(Into::into);
-        if let (Some(permit), Some(b)) = (this.permit.take(), this.breaker.as_ref()) {
-            let elapsed = b.clock().now() - *this.start;
+        if let (Some(permit), Some(clock)) = (this.permit.take(), this.clock.as_ref()) {
+            let elapsed = clock.now() - *this.start;
             permit.record(this.classifier.classify(&result), elapsed);
         }
         Poll::Ready(result)

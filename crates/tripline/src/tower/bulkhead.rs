@@ -149,7 +149,10 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Ready(permit) => ResponseFuture {
-                fut: Some(self.inner.call(req)),
+                fut: Some({
+                    let _in = super::enter(super::IN_BULKHEAD);
+                    self.inner.call(req)
+                }),
                 error: None,
                 permit: Some(permit),
             },

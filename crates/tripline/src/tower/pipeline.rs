@@ -160,7 +160,12 @@ where
         let pipeline = self.layer.pipeline.clone();
         let classifier = self.layer.classifier.clone();
         let retry_on = self.layer.retry_on.clone();
-        Box::pin(async move {
+        let marks = if pipeline.retry_stats().is_some() {
+            super::IN_RETRY
+        } else {
+            0
+        };
+        Box::pin(super::Marked::new(marks, async move {
             let mut first = Some(first);
             let mut call = pipeline.request().classify(classifier).retry_on(retry_on);
             if let Some(i) = idempotent {
@@ -181,6 +186,6 @@ where
             })
             .await
             .map_err(box_error)
-        })
+        }))
     }
 }

@@ -6,7 +6,10 @@ use std::task::{Context, Poll, ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{BoxError, BoxFuture, BudgetExhausted, CircuitOpen, NotReady, is_local_rejection};
+use super::{
+    BoxError, BoxFuture, BudgetExhausted, CircuitOpen, IN_RETRY, Marked, NotReady,
+    is_local_rejection,
+};
 use crate::clock::Clock;
 use crate::retry::{
     Idempotency, Retry, RetryClassifier, RetryDecision, RetryOnError, RetryRefusal,
@@ -14,6 +17,12 @@ use crate::retry::{
 use crate::timeout::Deadline;
 
 /// Which requests may be repeated, for the retry layers.
+///
+/// ```
+/// use tripline::tower::{http_retryable, RequestIdempotency};
+/// let get = http::Request::get("/").body(()).unwrap();
+/// assert_eq!(http_retryable::<()>.idempotent(&get), Some(true));
+/// ```
 pub trait RequestIdempotency<Req> {
     /// `Some(true)`: the request may run twice (an idempotent method, an
     /// idempotency key); `Some(false)`: never; `None`: as the policy's
@@ -174,7 +183,7 @@ where
         let retry = self.layer.retry.clone();
         let retry_on = self.layer.retry_on.clone();
         let deadline = Deadline::current();
-        Box::pin(async move {
+        Box::pin(Marked::new(IN_RETRY, async move {
             let policy = retry.policy();
             let pipeline = &*retry.pipeline().inner;
             let clock = &pipeline.clock;
@@ -213,7 +222,7 @@ where
                     Err(_) => return result,
                 }
             }
-        })
+        }))
     }
 }
 
