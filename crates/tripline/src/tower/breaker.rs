@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use tower_layer::Layer;
 use tower_service::Service;
@@ -62,11 +63,18 @@ impl<S, C: Clone> Layer<S> for CircuitBreakerLayer<C> {
     fn layer(&self, inner: S) -> Self::Service {
         CircuitBreakerService {
             inner,
+            timed: timed(&self.breaker),
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
             reserved: None,
         }
     }
+}
+
+/// Whether calls must be timed: only slow-call detection uses the duration,
+/// so without it the response future reads no clock at all.
+fn timed(breaker: &CircuitBreaker) -> bool {
+    breaker.config().slow_call_duration.is_some()
 }
 
 /// The reservation `poll_ready` made for the next `call`.
@@ -80,6 +88,7 @@ enum Reserved {
 #[derive(Debug)]
 pub struct CircuitBreakerService<S, C> {
     inner: S,
+    timed: bool,
     breaker: CircuitBreaker,
     classifier: C,
     reserved: Option<Reserved>,
@@ -90,6 +99,7 @@ impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
     fn clone(&self) -> Self {
         CircuitBreakerService {
             inner: self.inner.clone(),
+            timed: self.timed,
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
             reserved: None,
@@ -121,16 +131,18 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         super::check_breaker_placement(self.breaker.name());
-        let clock = self.breaker.clock();
         match self.reserved.take() {
-            Some(Reserved::Permit(permit)) => ResponseFuture {
-                fut: Some(self.inner.call(req)),
-                error: None,
-                permit: Some(permit),
-                start: clock.now(),
-                clock: Some(clock.clone()),
-                classifier: self.classifier.clone(),
-            },
+            Some(Reserved::Permit(permit)) => {
+                let clock = self.timed.then(|| self.breaker.clock().clone());
+                ResponseFuture {
+                    start: clock.as_ref().map_or(Timestamp::ZERO, Clock::now),
+                    fut: Some(self.inner.call(req)),
+                    error: None,
+                    permit: Some(permit),
+                    clock,
+                    classifier: self.classifier.clone(),
+                }
+            }
             Some(Reserved::Rejected(open)) => {
                 ResponseFuture::failed(Box::new(open), &self.classifier)
             }
@@ -190,8 +202,11 @@ where
             })));
         };
         let result = ready!(fut.poll(cx)).map_err(Into::into);
-        if let (Some(permit), Some(clock)) = (this.permit.take(), this.clock.as_ref()) {
-            let elapsed = clock.now() - *this.start;
+        if let Some(permit) = this.permit.take() {
+            let elapsed = this
+                .clock
+                .as_ref()
+                .map_or(Duration::ZERO, |c| c.now() - *this.start);
             permit.record(this.classifier.classify(&result), elapsed);
         }
         Poll::Ready(result)
