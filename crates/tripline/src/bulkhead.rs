@@ -30,6 +30,8 @@
 //! each check the other's counter after publishing their own (sequentially
 //! consistent), so no slot is freed while a waiter sleeps.
 
+mod config;
+mod permit;
 mod queue;
 
 use std::fmt;
@@ -37,120 +39,13 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use config::{BulkheadConfig, BulkheadFull, BulkheadStats};
+pub use permit::{BulkheadPermit, OwnedBulkheadPermit, SharedBulkheadPermit};
 pub use queue::Acquire;
 
 use crate::pipeline::PolicyConfigError;
 use crate::sync::{Arc, Mutex};
 use crate::timeout::SharedTimer;
-
-/// The limits of a [`Bulkhead`].
-///
-/// ```
-/// use std::time::Duration;
-/// use tripline::bulkhead::BulkheadConfig;
-///
-/// let config = BulkheadConfig { max_concurrent: 10, max_queue: 20, max_wait: Duration::from_millis(50) };
-/// assert!(config.validate().is_ok());
-/// let bad = BulkheadConfig { max_concurrent: 0, ..Default::default() };
-/// assert_eq!(bad.validate().unwrap_err().field, "max_concurrent");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
-pub struct BulkheadConfig {
-    /// Calls in flight at once, ≥ 1.
-    pub max_concurrent: u32,
-    /// Calls that may wait for a slot; 0 rejects at once when full.
-    pub max_queue: u32,
-    /// Longest wait in the queue (also cut by the request's deadline);
-    /// must be positive when `max_queue` > 0.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub max_wait: Duration,
-}
-
-impl Default for BulkheadConfig {
-    /// 25 concurrent calls, no queue.
-    fn default() -> Self {
-        BulkheadConfig {
-            max_concurrent: 25,
-            max_queue: 0,
-            max_wait: Duration::ZERO,
-        }
-    }
-}
-
-impl BulkheadConfig {
-    /// Checks every field, naming the first that can never work.
-    pub fn validate(&self) -> Result<(), PolicyConfigError> {
-        if self.max_concurrent == 0 {
-            return Err(PolicyConfigError::new(
-                "bulkhead",
-                "max_concurrent",
-                "must be at least 1, got 0",
-            ));
-        }
-        if self.max_queue > 0 && self.max_wait.is_zero() {
-            return Err(PolicyConfigError::new(
-                "bulkhead",
-                "max_wait",
-                format!(
-                    "must be positive when max_queue = {} (a queue with no wait rejects anyway)",
-                    self.max_queue
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The bulkhead had no free slot, and no queue place or wait time left.
-///
-/// ```
-/// use tripline::bulkhead::BulkheadFull;
-/// let e = BulkheadFull { max_concurrent: 4, queued: false };
-/// assert_eq!(e.to_string(), "bulkhead full: 4 calls in flight");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BulkheadFull {
-    /// The limit that was hit.
-    pub max_concurrent: u32,
-    /// Whether the call waited in the queue first (and timed out there).
-    pub queued: bool,
-}
-
-impl fmt::Display for BulkheadFull {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bulkhead full: {} calls in flight", self.max_concurrent)?;
-        if self.queued {
-            f.write_str(" (waited in queue until max_wait)")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for BulkheadFull {}
-
-/// Cumulative counts and current occupancy.
-///
-/// ```
-/// use tripline::bulkhead::{Bulkhead, BulkheadConfig};
-/// let b = Bulkhead::try_new(BulkheadConfig { max_concurrent: 1, ..Default::default() }).unwrap();
-/// let _slot = b.try_acquire_owned().unwrap();
-/// let _ = b.try_acquire();
-/// let s = b.stats();
-/// assert_eq!((s.in_flight, s.admitted, s.rejected), (1, 1, 1));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BulkheadStats {
-    /// Calls holding a slot now.
-    pub in_flight: u64,
-    /// Calls waiting in the queue now.
-    pub waiting: u64,
-    /// Slots granted so far.
-    pub admitted: u64,
-    /// Calls rejected so far.
-    pub rejected: u64,
-}
 
 pub(crate) struct Inner {
     config: BulkheadConfig,
@@ -327,64 +222,3 @@ impl fmt::Debug for Bulkhead {
             .finish()
     }
 }
-
-/// A slot, borrowed from the bulkhead; freed on drop.
-#[must_use = "the slot is freed when the permit drops"]
-pub struct BulkheadPermit<'a> {
-    inner: &'a Inner,
-}
-
-impl Drop for BulkheadPermit<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.inner.release();
-    }
-}
-
-impl fmt::Debug for BulkheadPermit<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BulkheadPermit")
-    }
-}
-
-/// A slot owning a handle to the bulkhead; freed on drop.
-#[must_use = "the slot is freed when the permit drops"]
-pub struct OwnedBulkheadPermit {
-    inner: Arc<Inner>,
-}
-
-impl OwnedBulkheadPermit {
-    /// Turns the permit into a clonable one: the slot is freed when the
-    /// last clone drops. Hand a clone to work that may outlive the call.
-    pub fn into_shared(self) -> SharedBulkheadPermit {
-        SharedBulkheadPermit(Arc::new(self))
-    }
-}
-
-impl Drop for OwnedBulkheadPermit {
-    fn drop(&mut self) {
-        self.inner.release();
-    }
-}
-
-impl fmt::Debug for OwnedBulkheadPermit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OwnedBulkheadPermit")
-    }
-}
-
-/// A slot shared by the call and any work it handed off; freed when the
-/// last clone drops.
-///
-/// ```
-/// use tripline::bulkhead::{Bulkhead, BulkheadConfig};
-/// let b = Bulkhead::try_new(BulkheadConfig { max_concurrent: 1, ..Default::default() }).unwrap();
-/// let shared = b.try_acquire_owned().unwrap().into_shared();
-/// let for_the_spawned_work = shared.clone();
-/// drop(shared); // the call is over…
-/// assert_eq!(b.stats().in_flight, 1); // …its work is not
-/// drop(for_the_spawned_work);
-/// assert_eq!(b.stats().in_flight, 0);
-/// ```
-#[derive(Clone, Debug)]
-pub struct SharedBulkheadPermit(#[allow(dead_code)] Arc<OwnedBulkheadPermit>);

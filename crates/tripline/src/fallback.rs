@@ -23,112 +23,18 @@
 //! dependency failed) and [`on_timeout`](FallbackBuilder::on_timeout).
 //! A cause without a fallback stays an error.
 
+mod pipeline;
+mod served;
+
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
 
+pub use pipeline::FallbackPipeline;
+pub use served::{Degraded, DegradedReason, FallbackSource, Served};
+
 use crate::clock::{Clock, SharedClock, Timestamp};
-use crate::pipeline::{AsyncAttempt, Attempt, Pipeline, PolicyConfigError, PolicyError};
+use crate::pipeline::{PolicyConfigError, PolicyError};
 use crate::sync::{Arc, Mutex, lock};
-
-/// Why a value is a substitute.
-///
-/// ```
-/// use std::time::Duration;
-/// use tripline::fallback::DegradedReason;
-/// use tripline::pipeline::PolicyError;
-/// use tripline::timeout::Timeout;
-///
-/// let e: PolicyError<()> = PolicyError::Timeout(Timeout { after: Duration::from_secs(1) });
-/// assert_eq!(DegradedReason::of(&e), DegradedReason::TimedOut);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum DegradedReason {
-    /// A local policy refused the call (breaker open, bulkhead full,
-    /// deadline floor, retry budget spent).
-    Rejected,
-    /// The dependency failed.
-    Failed,
-    /// The call timed out.
-    TimedOut,
-}
-
-impl DegradedReason {
-    /// The cause of `error`.
-    pub fn of<E>(error: &PolicyError<E>) -> DegradedReason {
-        match error {
-            PolicyError::CircuitOpen(_)
-            | PolicyError::BulkheadFull(_)
-            | PolicyError::DeadlineExceeded(_) => DegradedReason::Rejected,
-            PolicyError::BudgetExhausted { last, .. } => DegradedReason::of(last),
-            PolicyError::Timeout(_) => DegradedReason::TimedOut,
-            PolicyError::Inner(_) => DegradedReason::Failed,
-        }
-    }
-}
-
-/// Where a substitute came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum FallbackSource {
-    /// A configured constant.
-    Static,
-    /// A function computed it.
-    Function,
-    /// The last good value, from cache.
-    Cache,
-}
-
-/// The marker on a substitute value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Degraded {
-    /// Why the real value is missing.
-    pub reason: DegradedReason,
-    /// Where the substitute came from.
-    pub source: FallbackSource,
-    /// When the data was real: the cached value's fetch time; `None` for
-    /// static and computed values, which were never real data.
-    pub as_of: Option<Timestamp>,
-}
-
-/// A value and whether it is the real thing.
-///
-/// ```
-/// use tripline::fallback::Served;
-/// let s = Served::fresh(3);
-/// assert!(!s.is_degraded());
-/// assert_eq!(s.into_value(), 3);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Served<T> {
-    /// The value.
-    pub value: T,
-    /// `Some` when the value is a fallback.
-    pub degraded: Option<Degraded>,
-}
-
-impl<T> Served<T> {
-    /// A real value.
-    pub fn fresh(value: T) -> Self {
-        Served {
-            value,
-            degraded: None,
-        }
-    }
-
-    /// Whether the value is a fallback.
-    pub fn is_degraded(&self) -> bool {
-        self.degraded.is_some()
-    }
-
-    /// The value, marker dropped (only once you have looked at it).
-    pub fn into_value(self) -> T {
-        self.value
-    }
-}
 
 type FallbackFn<T, E> = Arc<dyn Fn(&PolicyError<E>) -> T + Send + Sync>;
 
@@ -303,7 +209,7 @@ impl<T: Clone, E> FallbackBuilder<T, E> {
     }
 }
 
-fn irreversible_error() -> PolicyConfigError {
+pub(crate) fn irreversible_error() -> PolicyConfigError {
     PolicyConfigError::new(
         "fallback",
         "fallback",
@@ -371,79 +277,5 @@ impl<T, E> fmt::Debug for Fallback<T, E> {
             .field("on_failure", &i.on_failure.is_some())
             .field("on_timeout", &i.on_timeout.is_some())
             .finish()
-    }
-}
-
-/// A [`Pipeline`] with a [`Fallback`] outermost.
-///
-/// ```
-/// use tripline::fallback::{Fallback, FallbackValue};
-/// use tripline::pipeline::Pipeline;
-///
-/// let pay = Pipeline::builder().irreversible().build().unwrap();
-/// let fb: Fallback<u32, ()> = Fallback::builder().on_any(FallbackValue::Static(0)).build().unwrap();
-/// let err = pay.with_fallback(fb).unwrap_err();
-/// assert_eq!(err.field, "fallback");
-/// ```
-pub struct FallbackPipeline<T, E> {
-    pipeline: Pipeline,
-    fallback: Fallback<T, E>,
-}
-
-impl<T, E> Clone for FallbackPipeline<T, E> {
-    fn clone(&self) -> Self {
-        FallbackPipeline {
-            pipeline: self.pipeline.clone(),
-            fallback: self.fallback.clone(),
-        }
-    }
-}
-
-impl<T, E> fmt::Debug for FallbackPipeline<T, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FallbackPipeline")
-            .field("pipeline", &self.pipeline)
-            .field("fallback", &self.fallback)
-            .finish()
-    }
-}
-
-impl Pipeline {
-    /// Adds `fallback` outermost. Refused for an irreversible operation.
-    pub fn with_fallback<T, E>(
-        &self,
-        fallback: Fallback<T, E>,
-    ) -> Result<FallbackPipeline<T, E>, PolicyConfigError> {
-        if self.is_irreversible() {
-            return Err(irreversible_error());
-        }
-        Ok(FallbackPipeline {
-            pipeline: self.clone(),
-            fallback,
-        })
-    }
-}
-
-impl<T: Clone, E> FallbackPipeline<T, E> {
-    /// The pipeline inside.
-    pub fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
-    }
-
-    /// Runs `op` through the pipeline (sync), falling back as configured.
-    pub fn call(
-        &self,
-        op: impl FnMut(&Attempt) -> Result<T, E>,
-    ) -> Result<Served<T>, PolicyError<E>> {
-        self.fallback.apply(self.pipeline.call(op))
-    }
-
-    /// Runs the futures `op` makes through the pipeline, falling back as configured.
-    pub async fn call_async<F, Fut>(&self, op: F) -> Result<Served<T>, PolicyError<E>>
-    where
-        F: FnMut(AsyncAttempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.fallback.apply(self.pipeline.call_async(op).await)
     }
 }

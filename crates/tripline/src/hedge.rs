@@ -16,9 +16,11 @@
 //!
 //! Hedging needs concurrency, so it is async only, on a [`Timer`](crate::timeout::Timer).
 //!
-//! The quantile is computed over a ring of the last `samples` latencies of
-//! winning attempts, recomputed (a selection, O(n)) after every
-//! `samples / 16` new samples rather than on every call.
+//! The quantile is computed over the last `samples` latencies of winning
+//! attempts (see `hedge/latency.rs`).
+
+mod config;
+mod latency;
 
 use std::fmt;
 use std::future::{Future, poll_fn};
@@ -27,128 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+pub use config::{HedgeConfig, HedgeDelay};
+
+use self::latency::Latencies;
 use crate::budget::RetryBudget;
-use crate::clock::{Clock, SharedClock, duration_to_nanos};
+use crate::clock::{Clock, SharedClock};
 use crate::pipeline::PolicyConfigError;
 use crate::sync::{Arc, Mutex, lock};
 use crate::timeout::{SharedTimer, Sleep};
-
-/// When to send a hedge.
-///
-/// ```
-/// use std::time::Duration;
-/// use tripline::hedge::HedgeDelay;
-/// let fixed = HedgeDelay::Fixed { delay: Duration::from_millis(20) };
-/// assert_ne!(fixed, HedgeDelay::Quantile { quantile: 0.95, min_samples: 50, initial: Duration::from_millis(20) });
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
-)]
-pub enum HedgeDelay {
-    /// After a fixed delay.
-    Fixed {
-        /// The delay.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        delay: Duration,
-    },
-    /// After the `quantile` (e.g. 0.95) of recent latencies; `initial` until
-    /// `min_samples` latencies have been seen.
-    Quantile {
-        /// The quantile, in (0, 1).
-        quantile: f64,
-        /// Samples needed before the quantile is trusted, ≥ 1.
-        min_samples: u32,
-        /// The delay before that.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        initial: Duration,
-    },
-}
-
-/// The shape of a [`Hedge`].
-///
-/// ```
-/// use tripline::hedge::{HedgeConfig, HedgeDelay};
-/// use std::time::Duration;
-/// let bad = HedgeConfig { max_hedges: 0, ..Default::default() };
-/// assert_eq!(bad.validate().unwrap_err().field, "max_hedges");
-/// let p95 = HedgeConfig {
-///     delay: HedgeDelay::Quantile { quantile: 0.95, min_samples: 20, initial: Duration::from_millis(50) },
-///     ..Default::default()
-/// };
-/// assert!(p95.validate().is_ok());
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
-pub struct HedgeConfig {
-    /// When to hedge.
-    pub delay: HedgeDelay,
-    /// Extra attempts at most, 1..=10.
-    pub max_hedges: u32,
-    /// Latencies remembered for the quantile, 10..=100 000.
-    pub samples: u32,
-}
-
-impl Default for HedgeConfig {
-    /// One hedge at the p95 of the last 1000 latencies (after 100 samples;
-    /// 100 ms before).
-    fn default() -> Self {
-        HedgeConfig {
-            delay: HedgeDelay::Quantile {
-                quantile: 0.95,
-                min_samples: 100,
-                initial: Duration::from_millis(100),
-            },
-            max_hedges: 1,
-            samples: 1000,
-        }
-    }
-}
-
-impl HedgeConfig {
-    /// Checks every field, naming the first that can never work.
-    pub fn validate(&self) -> Result<(), PolicyConfigError> {
-        let err = |field, c: String| Err(PolicyConfigError::new("hedge", field, c));
-        if !(1..=10).contains(&self.max_hedges) {
-            return err(
-                "max_hedges",
-                format!("must be between 1 and 10, got {}", self.max_hedges),
-            );
-        }
-        if !(10..=100_000).contains(&self.samples) {
-            return err(
-                "samples",
-                format!("must be between 10 and 100000, got {}", self.samples),
-            );
-        }
-        if let HedgeDelay::Quantile {
-            quantile,
-            min_samples,
-            ..
-        } = self.delay
-        {
-            if !(quantile > 0.0 && quantile < 1.0) {
-                return err(
-                    "delay.quantile",
-                    format!("must be in (0, 1), got {quantile}"),
-                );
-            }
-            if min_samples == 0 || min_samples > self.samples {
-                return err(
-                    "delay.min_samples",
-                    format!(
-                        "must be between 1 and samples ({}), got {min_samples}",
-                        self.samples
-                    ),
-                );
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Cumulative counts of one hedging policy.
 ///
@@ -167,20 +55,12 @@ pub struct HedgeStats {
     pub refused_budget: u64,
 }
 
-struct Tracker {
-    ring: Vec<u64>,
-    next: usize,
-    seen: u64,
-    since: u64,
-    cached: Option<Duration>,
-}
-
 struct Inner {
     config: HedgeConfig,
     budget: Option<RetryBudget>,
     timer: SharedTimer,
     clock: SharedClock,
-    tracker: Mutex<Tracker>,
+    latencies: Mutex<Latencies>,
     calls: AtomicU64,
     hedges: AtomicU64,
     wins: AtomicU64,
@@ -270,13 +150,7 @@ impl HedgeBuilder {
                 budget: self.budget,
                 timer,
                 clock: self.clock.unwrap_or_default(),
-                tracker: Mutex::new(Tracker {
-                    ring: Vec::with_capacity(n),
-                    next: 0,
-                    seen: 0,
-                    since: 0,
-                    cached: None,
-                }),
+                latencies: Mutex::new(Latencies::new(n)),
                 calls: AtomicU64::new(0),
                 hedges: AtomicU64::new(0),
                 wins: AtomicU64::new(0),
@@ -324,38 +198,14 @@ impl Hedge {
                 quantile,
                 min_samples,
                 initial,
-            } => {
-                let mut t = lock(&self.inner.tracker);
-                if t.seen < u64::from(min_samples) {
-                    return initial;
-                }
-                let refresh = (self.inner.config.samples / 16).max(1);
-                if t.cached.is_none() || t.since >= u64::from(refresh) {
-                    let mut copy = t.ring.clone();
-                    let k =
-                        ((copy.len() as f64 * quantile).ceil() as usize).clamp(1, copy.len()) - 1;
-                    let (_, v, _) = copy.select_nth_unstable(k);
-                    t.cached = Some(Duration::from_nanos(*v));
-                    t.since = 0;
-                }
-                t.cached.unwrap_or(initial)
-            }
+            } => lock(&self.inner.latencies)
+                .quantile(quantile, min_samples)
+                .unwrap_or(initial),
         }
     }
 
     fn observe(&self, latency: Duration) {
-        let mut t = lock(&self.inner.tracker);
-        let cap = self.inner.config.samples as usize;
-        let v = duration_to_nanos(latency);
-        if t.ring.len() < cap {
-            t.ring.push(v);
-        } else {
-            let i = t.next;
-            t.ring[i] = v;
-        }
-        t.next = (t.next + 1) % cap;
-        t.seen += 1;
-        t.since += 1;
+        lock(&self.inner.latencies).observe(latency);
     }
 
     fn may_hedge(&self) -> bool {

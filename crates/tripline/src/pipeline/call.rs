@@ -15,12 +15,12 @@
 
 use std::time::Duration;
 
+use super::logical::{Logical, Step};
 use super::{Pipeline, PolicyError};
-use crate::breaker::Permit;
-use crate::classify::{Classifier, Outcome};
+use crate::classify::Classifier;
 use crate::clock::Clock;
-use crate::retry::{Idempotency, RetryClassifier, RetryDecision, RetryRefusal};
-use crate::timeout::{Deadline, Timeout};
+use crate::retry::{Idempotency, RetryClassifier};
+use crate::timeout::Deadline;
 
 /// What an attempt knows about itself.
 ///
@@ -163,137 +163,41 @@ impl<'p, C, R> Call<'p, C, R> {
         R: RetryClassifier<T, E>,
     {
         let p = &*self.pipeline.inner;
-        let clock = &p.clock;
-        let start = clock.now();
-        let deadline = p.deadline(self.deadline, start);
-        p.check_floor(deadline, start)
-            .map_err(PolicyError::DeadlineExceeded)?;
-        let mut ledger = Ledger::new(match &p.breaker {
-            Some(b) => Some(
-                b.try_acquire()
-                    .map_err(|r| PolicyError::CircuitOpen(r.into()))?,
-            ),
-            None => None,
-        });
-        if let Some(r) = &p.retry {
-            r.deposit();
-        }
-        let mut made = 0u32;
-        let mut wait = Duration::ZERO;
-        let mut now = start;
-        let mut last: Option<Result<T, PolicyError<E>>> = None;
+        let mut call = Logical::begin(p, self.deadline, self.idempotency)?;
         loop {
-            made += 1;
-            if let (Some(r), Some(prev)) = (&p.retry, last.take()) {
-                if let Err(open) = p.breaker_admits(ledger.is_probe()) {
-                    r.refuse(RetryRefusal::CircuitOpen);
-                    return Err(PolicyError::CircuitOpen(open));
-                }
-                if r.withdraw().is_err() {
-                    return exhausted(made - 1, prev);
-                }
-            }
-            if let Some(r) = &p.retry {
-                r.count_attempt(made > 1);
+            if let Err(done) = call.next_attempt() {
+                return done;
             }
             let slot = match &p.bulkhead {
                 Some(b) => Some(b.try_acquire().map_err(PolicyError::BulkheadFull)?),
                 None => None,
             };
-            let per_attempt = p.timeouts.per_attempt;
             let attempt = Attempt {
-                number: made,
-                deadline: Deadline::earliest(deadline, per_attempt.map(|t| Deadline::at(now + t))),
-                timeout: per_attempt,
+                number: call.made,
+                deadline: call.attempt_deadline(),
+                timeout: p.timeouts.per_attempt,
             };
             let result = match attempt.deadline {
                 Some(d) => d.scope(|| op(&attempt)),
                 None => op(&attempt),
             };
-            let end = clock.now();
+            let end = p.clock.now();
             drop(slot);
-            let elapsed = end - now;
-            let (outcome, decision, result) = match per_attempt {
-                Some(after) if elapsed > after => (
-                    Outcome::Failure,
-                    timeout_decision(p),
-                    Err(PolicyError::Timeout(Timeout { after })),
-                ),
+            let (outcome, decision, result) = match p.timeouts.per_attempt {
+                Some(after) if end - call.now > after => call.timed_out(end - call.now),
                 _ => (
                     self.classifier.classify(&result),
                     self.retry_on.decide(&result),
                     result.map_err(PolicyError::Inner),
                 ),
             };
-            ledger.last = Some((outcome, elapsed));
-            let Some(r) = p.retry.as_ref().filter(|_| decision != RetryDecision::Done) else {
-                return result;
-            };
-            let remaining = deadline.map(|d| d.instant() - end);
-            match r.plan(
-                made,
-                decision,
-                self.idempotency,
-                wait,
-                remaining,
-                p.timeouts.min_remaining,
-            ) {
-                Ok(w) => {
-                    wait = w;
-                    p.sleep_sync(w);
-                    now = clock.now();
-                    last = Some(result);
+            match call.after(end, outcome, decision, result) {
+                Step::Finish(r) => return r,
+                Step::Retry(wait) => {
+                    p.sleep_sync(wait);
+                    call.now = p.clock.now();
                 }
-                Err(RetryRefusal::Budget) => return exhausted(made, result),
-                Err(_) => return result,
             }
-        }
-    }
-}
-
-/// The budget refused the retry `result` wanted: say so, keeping the
-/// last error (a retried `Ok` is returned as it is).
-pub(crate) fn exhausted<T, E>(
-    attempts: u32,
-    result: Result<T, PolicyError<E>>,
-) -> Result<T, PolicyError<E>> {
-    result.map_err(|e| PolicyError::BudgetExhausted {
-        attempts,
-        last: Box::new(e),
-    })
-}
-
-pub(crate) fn timeout_decision(p: &super::Inner) -> RetryDecision {
-    match &p.retry {
-        Some(r) if r.config().retry_on_timeout => RetryDecision::Retry,
-        _ => RetryDecision::Done,
-    }
-}
-
-/// The logical call's breaker permit and the outcome it will record: the
-/// last attempt's, once, when the call ends however it ends (an early
-/// return, a panic). No attempt ran: dropped, a neutral verdict.
-pub(crate) struct Ledger<'a> {
-    permit: Option<Permit<'a>>,
-    pub(crate) last: Option<(Outcome, Duration)>,
-}
-
-impl<'a> Ledger<'a> {
-    #[inline]
-    pub(crate) fn new(permit: Option<Permit<'a>>) -> Self {
-        Ledger { permit, last: None }
-    }
-
-    pub(crate) fn is_probe(&self) -> bool {
-        self.permit.as_ref().is_some_and(Permit::is_probe)
-    }
-}
-
-impl Drop for Ledger<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if let (Some(permit), Some((outcome, elapsed))) = (self.permit.take(), self.last) {
-            permit.record(outcome, elapsed);
         }
     }
 }

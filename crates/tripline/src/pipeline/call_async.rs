@@ -6,13 +6,13 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::call::{Ledger, exhausted, timeout_decision};
+use super::logical::{Logical, Step};
 use super::{Call, PolicyError};
 use crate::bulkhead::SharedBulkheadPermit;
 use crate::classify::{Classifier, Outcome};
 use crate::clock::Clock;
-use crate::retry::{RetryClassifier, RetryDecision, RetryRefusal};
-use crate::timeout::{Deadline, DeadlineExceeded, Timeout, timeout};
+use crate::retry::RetryClassifier;
+use crate::timeout::{Deadline, DeadlineExceeded, timeout};
 
 /// What an async attempt knows about itself, and the bulkhead slot it runs in.
 ///
@@ -71,62 +71,29 @@ impl<C, R> Call<'_, C, R> {
     {
         let p = &*self.pipeline.inner;
         let clock = &p.clock;
-        let start = clock.now();
-        let deadline = p.deadline(self.deadline, start);
-        p.check_floor(deadline, start)
-            .map_err(PolicyError::DeadlineExceeded)?;
-        let mut ledger = Ledger::new(match &p.breaker {
-            Some(b) => Some(
-                b.try_acquire()
-                    .map_err(|r| PolicyError::CircuitOpen(r.into()))?,
-            ),
-            None => None,
-        });
-        if let Some(r) = &p.retry {
-            r.deposit();
-        }
-        let mut made = 0u32;
-        let mut wait = Duration::ZERO;
-        let mut now = start;
-        let mut last: Option<Result<T, PolicyError<E>>> = None;
+        let mut call = Logical::begin(p, self.deadline, self.idempotency)?;
         loop {
-            made += 1;
-            if let (Some(r), Some(prev)) = (&p.retry, last.take()) {
-                if let Err(open) = p.breaker_admits(ledger.is_probe()) {
-                    r.refuse(RetryRefusal::CircuitOpen);
-                    return Err(PolicyError::CircuitOpen(open));
-                }
-                if r.withdraw().is_err() {
-                    return exhausted(made - 1, prev);
-                }
-            }
-            if let Some(r) = &p.retry {
-                r.count_attempt(made > 1);
+            if let Err(done) = call.next_attempt() {
+                return done;
             }
             let slot = match &p.bulkhead {
-                Some(b) => Some(
-                    b.acquire(p.timer.as_ref(), deadline.map(|d| d.remaining(clock)))
-                        .await
-                        .map_err(PolicyError::BulkheadFull)?
-                        .into_shared(),
-                ),
+                Some(b) => {
+                    let limit = call.deadline.map(|d| d.remaining(clock));
+                    let permit = b.acquire(p.timer.as_ref(), limit).await;
+                    call.now = clock.now();
+                    p.check_floor(call.deadline, call.now)
+                        .map_err(PolicyError::DeadlineExceeded)?;
+                    Some(permit.map_err(PolicyError::BulkheadFull)?.into_shared())
+                }
                 None => None,
             };
-            if slot.is_some() {
-                now = clock.now();
-                p.check_floor(deadline, now)
-                    .map_err(PolicyError::DeadlineExceeded)?;
-            }
-            let per_attempt = p.timeouts.per_attempt;
-            let attempt_deadline =
-                Deadline::earliest(deadline, per_attempt.map(|t| Deadline::at(now + t)));
-            let attempt = AsyncAttempt {
-                number: made,
+            let attempt_deadline = call.attempt_deadline();
+            let fut = op(AsyncAttempt {
+                number: call.made,
                 deadline: attempt_deadline,
-                timeout: per_attempt,
+                timeout: p.timeouts.per_attempt,
                 permit: slot.clone(),
-            };
-            let fut = op(attempt);
+            });
             let raced = match (attempt_deadline, &p.timer) {
                 (Some(d), Some(timer)) => {
                     timeout(timer.clone(), d.remaining(clock), d.scope_future(fut)).await
@@ -136,57 +103,31 @@ impl<C, R> Call<'_, C, R> {
             };
             let end = clock.now();
             drop(slot);
-            let elapsed = end - now;
-            let overall_passed = deadline.is_some_and(|d| end >= d.instant());
+            let elapsed = end - call.now;
             let (outcome, decision, result) = match raced {
-                Err(_) if overall_passed => {
-                    ledger.last = Some((Outcome::Failure, elapsed));
+                Err(_) if call.deadline.is_some_and(|d| end >= d.instant()) => {
+                    call.settle(Outcome::Failure, elapsed);
                     return Err(PolicyError::DeadlineExceeded(DeadlineExceeded {
                         remaining: Duration::ZERO,
                         floor: p.timeouts.min_remaining,
                     }));
                 }
-                Err(_) => (
-                    Outcome::Failure,
-                    timeout_decision(p),
-                    Err(PolicyError::Timeout(Timeout {
-                        after: per_attempt.unwrap_or(elapsed),
-                    })),
-                ),
-                Ok(_) if per_attempt.is_some_and(|t| elapsed > t) => (
-                    Outcome::Failure,
-                    timeout_decision(p),
-                    Err(PolicyError::Timeout(Timeout {
-                        after: per_attempt.unwrap_or(elapsed),
-                    })),
-                ),
+                Err(_) => call.timed_out(elapsed),
+                Ok(_) if p.timeouts.per_attempt.is_some_and(|t| elapsed > t) => {
+                    call.timed_out(elapsed)
+                }
                 Ok(result) => (
                     self.classifier.classify(&result),
                     self.retry_on.decide(&result),
                     result.map_err(PolicyError::Inner),
                 ),
             };
-            ledger.last = Some((outcome, elapsed));
-            let Some(r) = p.retry.as_ref().filter(|_| decision != RetryDecision::Done) else {
-                return result;
-            };
-            let remaining = deadline.map(|d| d.instant() - end);
-            match r.plan(
-                made,
-                decision,
-                self.idempotency,
-                wait,
-                remaining,
-                p.timeouts.min_remaining,
-            ) {
-                Ok(w) => {
-                    wait = w;
-                    p.sleep_async(w).await;
-                    now = clock.now();
-                    last = Some(result);
+            match call.after(end, outcome, decision, result) {
+                Step::Finish(r) => return r,
+                Step::Retry(wait) => {
+                    p.sleep_async(wait).await;
+                    call.now = clock.now();
                 }
-                Err(RetryRefusal::Budget) => return exhausted(made, result),
-                Err(_) => return result,
             }
         }
     }
