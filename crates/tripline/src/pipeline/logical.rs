@@ -33,10 +33,14 @@ pub(crate) struct Logical<'a, T, E> {
     ledger: Ledger<'a>,
 }
 
+// The success path runs begin → next_attempt → attempt_deadline → after
+// once each; `inline(always)` keeps them in the caller's loop. Measured:
+// left to LLVM they are outlined and the sync pipeline costs ~35 ns more
+// per call (benches/benches/pipeline.rs).
 impl<'a, T, E> Logical<'a, T, E> {
     /// Checks the deadline floor, takes the call's breaker permit (a
     /// rejection ends the call: no retry, no budget) and deposits in the budget.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn begin(
         p: &'a Inner,
         explicit: Option<Deadline>,
@@ -70,7 +74,7 @@ impl<'a, T, E> Logical<'a, T, E> {
 
     /// Before each attempt: for a retry, the breaker short-circuit and the
     /// budget withdrawal. `Err` ends the call with that result.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_attempt(&mut self) -> Result<(), Result<T, PolicyError<E>>> {
         self.made += 1;
         let Some(r) = &self.p.retry else {
@@ -90,7 +94,7 @@ impl<'a, T, E> Logical<'a, T, E> {
     }
 
     /// The attempt's deadline: the call's, cut by the per-attempt timeout.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn attempt_deadline(&self) -> Option<Deadline> {
         let per_attempt = self.p.timeouts.per_attempt;
         Deadline::earliest(
@@ -118,7 +122,7 @@ impl<'a, T, E> Logical<'a, T, E> {
 
     /// After an attempt that ended at `end`: records its outcome as the
     /// call's latest, and either finishes or plans the next attempt.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn after(
         &mut self,
         end: Timestamp,
@@ -186,7 +190,7 @@ impl Ledger<'_> {
 }
 
 impl Drop for Ledger<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if let (Some(permit), Some((outcome, elapsed))) = (self.permit.take(), self.last) {
             permit.record(outcome, elapsed);
