@@ -26,9 +26,11 @@ use tripline::budget::{RetryBudget, RetryBudgetConfig};
 use tripline::bulkhead::{Bulkhead, BulkheadConfig};
 use tripline::fallback::{Fallback, FallbackValue};
 use tripline::pipeline::Pipeline;
-use tripline::retry::{RetryBackoff, RetryConfig, RetryDecision};
+use tripline::retry::{RetryBackoff, RetryConfig};
 use tripline::timeout::{TimeoutConfig, TokioTimer};
-use tripline::tower::{BoxError, DeadlineLayer, FallbackLayer, PipelineLayer, http_retryable};
+use tripline::tower::{
+    BoxError, DeadlineLayer, FallbackLayer, PipelineLayer, http_retry_decision, http_retryable,
+};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, WindowConfig};
 
 type Req = http::Request<Full<Bytes>>;
@@ -157,11 +159,7 @@ async fn main() -> Result<(), BoxError> {
                     Some(s) => Outcome::from_http_status(s),
                     None => Outcome::Failure,
                 })
-                .retry_on(|r: &Result<Resp, BoxError>| match status(r) {
-                    Some(s) if s >= 500 => RetryDecision::Retry,
-                    Some(_) => RetryDecision::Done,
-                    None => RetryDecision::Retry,
-                })
+                .retry_on(http_retry_decision::<Bytes>)
                 .idempotency(http_retryable::<Full<Bytes>>),
         )
         .service(hyper_client(addr));

@@ -234,3 +234,41 @@ impl<T> Classifier<T, BoxError> for IgnoreLocalRejections {
 pub fn http_retryable<B>(req: &http::Request<B>) -> bool {
     req.method().is_idempotent() || req.headers().contains_key("idempotency-key")
 }
+
+/// A ready-made `retry_on` for HTTP clients: 429, 502, 503 and 504 are
+/// retried, after the response's `Retry-After` when it has one; a
+/// `grpc-retry-pushback-ms` header is obeyed (a negative value means do not
+/// retry); transport errors are retried; tripline's own refusals and every
+/// other status are final.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::retry::RetryDecision;
+/// use tripline::tower::{http_retry_decision, BoxError};
+///
+/// let busy: Result<http::Response<()>, BoxError> =
+///     Ok(http::Response::builder().status(503).header("retry-after", "2").body(()).unwrap());
+/// assert_eq!(http_retry_decision(&busy), RetryDecision::RetryAfter(Duration::from_secs(2)));
+/// let bad: Result<http::Response<()>, BoxError> = Ok(http::Response::builder().status(400).body(()).unwrap());
+/// assert_eq!(http_retry_decision(&bad), RetryDecision::Done);
+/// ```
+pub fn http_retry_decision<B>(
+    result: &Result<http::Response<B>, BoxError>,
+) -> crate::retry::RetryDecision {
+    use crate::retry::RetryDecision;
+    let resp = match result {
+        Err(e) if is_local_rejection(&**e) => return RetryDecision::Done,
+        Err(_) => return RetryDecision::Retry,
+        Ok(resp) => resp,
+    };
+    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
+    if let Some(v) = header("grpc-retry-pushback-ms") {
+        return RetryDecision::from_grpc_pushback(v);
+    }
+    match resp.status().as_u16() {
+        429 | 502 | 503 | 504 => {
+            header("retry-after").map_or(RetryDecision::Retry, RetryDecision::from_retry_after)
+        }
+        _ => RetryDecision::Done,
+    }
+}

@@ -18,9 +18,11 @@ use hyper_util::rt::TokioIo;
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 use tripline::fallback::{Fallback, FallbackSource, FallbackValue};
 use tripline::pipeline::Pipeline;
-use tripline::retry::{RetryBackoff, RetryConfig, RetryDecision};
+use tripline::retry::{RetryBackoff, RetryConfig};
 use tripline::timeout::{TimeoutConfig, TokioTimer};
-use tripline::tower::{BoxError, DeadlineLayer, FallbackLayer, PipelineLayer, http_retryable};
+use tripline::tower::{
+    BoxError, DeadlineLayer, FallbackLayer, PipelineLayer, http_retry_decision, http_retryable,
+};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, State, WindowConfig};
 
 /// The server's script: the status of each next request (200 when empty),
@@ -133,11 +135,6 @@ async fn the_tower_stack_protects_a_real_http_client() {
         Some(s) => Outcome::from_http_status(s),
         None => Outcome::Failure,
     };
-    let retry_on = |r: &Result<Resp, BoxError>| match status(r) {
-        Some(503) => RetryDecision::Retry,
-        Some(_) => RetryDecision::Done,
-        None => RetryDecision::Retry,
-    };
     let mut svc = ServiceBuilder::new()
         .layer(
             DeadlineLayer::new(TokioTimer.clock(), Some(Arc::new(TokioTimer)))
@@ -146,7 +143,7 @@ async fn the_tower_stack_protects_a_real_http_client() {
         .layer(
             PipelineLayer::new(pipeline.clone())
                 .classify(classify)
-                .retry_on(retry_on)
+                .retry_on(http_retry_decision::<Bytes>)
                 .idempotency(http_retryable::<Full<Bytes>>),
         )
         .service(client(addr));
