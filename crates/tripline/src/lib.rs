@@ -11,6 +11,11 @@
 //! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
+//! * The policies that must work with a breaker (seed 001 §6): [`retry`]
+//!   with a shared [`budget`], [`timeout`]s and deadlines that travel with
+//!   the request, [`bulkhead`], [`fallback`], [`hedge`], and the
+//!   [`pipeline`] that composes them in the one order where they help each
+//!   other; `tower` layers for all of them with the `tower` feature.
 //!
 //! ```
 //! use std::time::Duration;
@@ -42,9 +47,18 @@
 #![forbid(unsafe_code)]
 
 pub mod breaker;
+pub mod budget;
+pub mod bulkhead;
 pub mod classify;
 pub mod clock;
+pub mod fallback;
+pub mod hedge;
+pub mod pipeline;
+pub mod retry;
 pub(crate) mod sync;
+pub mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use breaker::{
     CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
@@ -53,3 +67,4 @@ pub use breaker::{
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
+pub use pipeline::{Pipeline, PolicyConfigError, PolicyError};
