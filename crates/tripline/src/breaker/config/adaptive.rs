@@ -80,10 +80,12 @@ pub struct SlowCallBaseline {
     pub min_samples: u32,
 }
 
+#[cfg(feature = "serde")]
 fn default_max_step() -> f64 {
     0.1
 }
 
+#[cfg(feature = "serde")]
 fn default_min_samples() -> u32 {
     100
 }
