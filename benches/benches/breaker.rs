@@ -147,9 +147,73 @@ fn two_threads(c: &mut Criterion) {
     }
 }
 
+/// Issue #3: the closed-path cost with backoff + jitter, ramp-up probing,
+/// hysteresis, cooldown and warm-up configured, against the plain breaker;
+/// and with the learned slow-call baseline (which samples every success).
+fn adaptive_features(c: &mut Criterion) {
+    use tripline::HalfOpenPolicy;
+    use tripline::breaker::{
+        Backoff, Cooldown, Jitter, OpenDuration, SlowCallBaseline, WarmUp, WarmUpMode,
+    };
+    let adaptive = |window| CircuitBreakerConfig {
+        window,
+        slow_call_duration: Some(Duration::from_secs(1)),
+        open_duration: OpenDuration::Backoff(Backoff {
+            initial: Duration::from_secs(5),
+            multiplier: 2.0,
+            max: Duration::from_secs(60),
+            jitter: Jitter::Proportional(0.2),
+        }),
+        half_open: HalfOpenPolicy::Ramp {
+            steps: vec![0.01, 0.05, 0.1, 0.3, 1.0],
+            step_duration: Duration::from_secs(1),
+            failure_rate_threshold: 0.2,
+            minimum_calls_per_step: 1,
+        },
+        min_state_duration: Some(Duration::from_secs(2)),
+        cooldown: Some(Cooldown {
+            duration: Duration::from_secs(30),
+            failure_rate_threshold: 0.3,
+        }),
+        warm_up: Some(WarmUp {
+            duration: Duration::from_secs(3600),
+            mode: WarmUpMode::Relaxed,
+        }),
+        ..Default::default()
+    };
+    let learning = |window| CircuitBreakerConfig {
+        window,
+        slow_call: Some(SlowCallBaseline {
+            baseline_quantile: 0.99,
+            factor: 3.0,
+            floor: Duration::from_millis(1),
+            ceiling: Duration::from_secs(2),
+            max_step: 0.1,
+            min_samples: 100,
+        }),
+        ..Default::default()
+    };
+    let mut g = c.benchmark_group("adaptive");
+    for (name, window) in [("count", count()), ("time", time())] {
+        let plain = tripline_breaker(window);
+        g.bench_function(format!("plain_{name}"), |b| {
+            b.iter(|| tripline_call(&plain))
+        });
+        let on = CircuitBreaker::try_new(adaptive(window)).expect("valid");
+        g.bench_function(format!("features_{name}"), |b| {
+            b.iter(|| tripline_call(&on))
+        });
+        let learn = CircuitBreaker::try_new(learning(window)).expect("valid");
+        g.bench_function(format!("baseline_{name}"), |b| {
+            b.iter(|| tripline_call(&learn))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = closed_path, rejected_path, two_threads
+    targets = closed_path, rejected_path, two_threads, adaptive_features
 }
 criterion_main!(benches);

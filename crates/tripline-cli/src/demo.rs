@@ -5,7 +5,7 @@
 //! then slow (800 ms answers) until 60 s, then healthy again. Traffic is 10
 //! calls per second. The default breaker is a 10 s / 10-bucket time window,
 //! 20 calls minimum, 50% failures or 80% slow calls (≥ 500 ms), backoff
-//! 2 s → ×2 → 16 s, and 3 probes judged at 34%.
+//! 2 s → ×2 → 16 s, and 3 probes judged at 30%.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -50,10 +50,11 @@ fn default_config() -> CircuitBreakerConfig {
         }),
         half_open: HalfOpenPolicy::Permits {
             calls: 3,
-            failure_rate_threshold: 0.34,
+            failure_rate_threshold: 0.3,
         },
         max_half_open_duration: Some(Duration::from_secs(30)),
         expected_calls_per_second: Some(10.0),
+        ..Default::default()
     }
 }
 

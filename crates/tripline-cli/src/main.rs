@@ -4,6 +4,8 @@
 //! fails validation), 1 on any other error.
 
 mod demo;
+mod simulate;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -22,12 +24,20 @@ enum Command {
     /// Drive a breaker through a scripted failing dependency on a virtual
     /// clock and print every transition with its reason and window.
     Demo(demo::DemoArgs),
+    /// Replay a fault scenario (TOML) against real breakers in virtual time
+    /// and report every transition and what it cost.
+    Simulate(simulate::SimulateArgs),
+    /// Run the cartesian product of breaker parameters on a scenario, in
+    /// parallel, ranked by score.
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -51,6 +61,14 @@ impl CliError {
         CliError {
             message: message.into(),
             status: 2,
+        }
+    }
+
+    /// Any other failure (an unwritable output file): exit status 1.
+    pub(crate) fn other(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            status: 1,
         }
     }
 }

@@ -21,10 +21,12 @@
 //! and the manual [`CircuitBreaker::try_acquire`] / [`Permit::record`] pair.
 
 mod backoff;
+mod baseline;
 pub(crate) mod config;
 pub(crate) mod core;
 mod event;
 mod half_open;
+mod health;
 mod metrics;
 mod permit;
 mod state;
@@ -35,15 +37,20 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+pub use self::core::Snapshot;
 pub use backoff::{Backoff, Jitter, OpenDuration};
-pub use config::{CircuitBreakerConfig, ConfigError, ConfigWarning, HalfOpenPolicy, WindowConfig};
+pub use config::{
+    CircuitBreakerConfig, ConfigError, ConfigWarning, Cooldown, HalfOpenPolicy, SlowCallBaseline,
+    WarmUp, WarmUpMode, WindowConfig,
+};
 pub use event::{Event, EventKind, Reason, Subscription, Thresholds, Transition};
+pub use health::{HealthProbe, HealthProber};
 pub use metrics::{CallCounts, Metrics};
 pub use permit::{CallError, OwnedPermit, Permit, Rejected};
 pub use state::State;
 pub use window::WindowSnapshot;
 
-use self::core::{Inner, OpenUntil};
+use self::core::Inner;
 use crate::classify::{Classifier, DefaultClassifier};
 use crate::clock::{Clock, SharedClock, Timestamp};
 use crate::sync::Arc;
@@ -79,6 +86,7 @@ pub struct CircuitBreakerBuilder {
     clock: Option<SharedClock>,
     seed: Option<u64>,
     instance: Option<u64>,
+    restore: Option<Snapshot>,
 }
 
 impl CircuitBreakerBuilder {
@@ -108,6 +116,14 @@ impl CircuitBreakerBuilder {
         self
     }
 
+    /// Starts the breaker in the state of `snapshot` (taken by
+    /// [`CircuitBreaker::snapshot`] in an earlier process): a breaker that
+    /// was open stays open until its original deadline.
+    pub fn restore(mut self, snapshot: Snapshot) -> Self {
+        self.restore = Some(snapshot);
+        self
+    }
+
     /// Validates the config and builds the breaker.
     pub fn build(self) -> Result<CircuitBreaker, ConfigError> {
         self.build_with_warnings().map(|(b, _)| b)
@@ -123,6 +139,9 @@ impl CircuitBreakerBuilder {
         let seed = backoff::mix_seed(self.seed.unwrap_or_else(random_seed), instance);
         let clock = self.clock.unwrap_or_default();
         let inner = Arc::new(Inner::new(self.config, clock, seed));
+        if let Some(snapshot) = &self.restore {
+            inner.restore(snapshot);
+        }
         Ok((CircuitBreaker { inner }, warnings))
     }
 }
@@ -156,9 +175,41 @@ impl CircuitBreaker {
         &self.inner.name
     }
 
-    /// The config the breaker runs with.
-    pub fn config(&self) -> &CircuitBreakerConfig {
-        &self.inner.config
+    /// The config the breaker runs with (a copy: it may be replaced by
+    /// [`reconfigure`](Self::reconfigure) at any time).
+    pub fn config(&self) -> CircuitBreakerConfig {
+        self.inner.config()
+    }
+
+    /// The version of the config in force: 0 at creation, +1 per
+    /// successful [`reconfigure`](Self::reconfigure).
+    pub fn config_version(&self) -> u64 {
+        self.inner.config_version()
+    }
+
+    /// Replaces the config without losing state: thresholds, policies and
+    /// durations change at once; a window of another shape takes over what
+    /// still fits of the old one; warm-up restarts (the quiet period after a
+    /// change). An invalid config is refused and changes nothing. Emits
+    /// [`EventKind::ConfigChanged`] with the old and new values.
+    pub fn reconfigure(
+        &self,
+        config: CircuitBreakerConfig,
+    ) -> Result<Vec<ConfigWarning>, ConfigError> {
+        self.inner.reconfigure(config)
+    }
+
+    /// The breaker's state as data, to restore in a later process with
+    /// [`CircuitBreakerBuilder::restore`] (short-lived processes keep their
+    /// protection across restarts).
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot()
+    }
+
+    /// The slow-call threshold in force — fixed, or learned from the
+    /// baseline — if slow-call detection is on.
+    pub fn slow_call_threshold(&self) -> Option<Duration> {
+        self.inner.slow_call_threshold()
     }
 
     /// The breaker's clock.
@@ -329,10 +380,8 @@ impl CircuitBreaker {
     /// Approximate heap and inline bytes of this breaker, for capacity
     /// planning of keyed breakers.
     pub fn memory_footprint(&self) -> usize {
-        std::mem::size_of::<Inner>()
-            + self.inner.window().heap_bytes()
-            + crate::breaker::stripe::stripes() * 64
-            + self.inner.name.len()
+        // The Arc's two counts, then the breaker and what it owns.
+        16 + std::mem::size_of::<Inner>() + self.inner.heap_bytes()
     }
 
     /// Whether two handles share one breaker.
@@ -362,5 +411,4 @@ fn _assert_send_sync() {
     check::<CircuitBreaker>();
     check::<Permit<'static>>();
     check::<OwnedPermit>();
-    let _ = OpenUntil::Scheduled;
 }

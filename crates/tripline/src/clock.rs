@@ -139,6 +139,22 @@ pub fn duration_until_system_time(at: SystemTime) -> Duration {
         .unwrap_or(Duration::ZERO)
 }
 
+/// The wall-clock instant `d` from now: how a deadline on a monotonic clock
+/// is written down to outlive the process (state snapshots).
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+pub fn system_time_after(d: Duration) -> SystemTime {
+    SystemTime::now() + d
+}
+
+/// Blocks the calling thread for `d`: the wait between a *synchronous*
+/// retry's attempts, which a caller who chose a blocking API has asked for.
+/// The one sanctioned real-time wait outside the ticker (DESIGN §2); tests
+/// never reach it (on a [`ManualClock`] the retry advances the clock instead).
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time wait (DESIGN §2)
+pub fn block_thread_for(d: Duration) {
+    std::thread::sleep(d);
+}
+
 /// The production clock: a cached tick refreshed by one background thread.
 ///
 /// Every breaker call reads the time (bucket selection, slow-call timing,

@@ -11,6 +11,11 @@
 //! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
+//! * The policies that must work with a breaker (seed 001 §6): [`retry`]
+//!   with a shared [`budget`], [`timeout`]s and deadlines that travel with
+//!   the request, [`bulkhead`], [`fallback`], [`hedge`], and the
+//!   [`pipeline`] that composes them in the one order where they help each
+//!   other; `tower` layers for all of them with the `tower` feature.
 //! * [`BreakerRegistry`] — one breaker per service, method, instance or
 //!   tenant, bounded in number and evicted when idle.
 //! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
@@ -46,11 +51,20 @@
 #![forbid(unsafe_code)]
 
 pub mod breaker;
+pub mod budget;
+pub mod bulkhead;
 pub mod classify;
 pub mod clock;
+pub mod fallback;
+pub mod hedge;
+pub mod pipeline;
 pub mod registry;
+pub mod retry;
 pub(crate) mod sync;
 pub mod throttle;
+pub mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use breaker::{
     CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
@@ -59,5 +73,6 @@ pub use breaker::{
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
+pub use pipeline::{Pipeline, PolicyConfigError, PolicyError};
 pub use registry::{BreakerRegistry, OverflowPolicy, RegistryConfig, RegistryError};
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, ThrottlePermit, Throttled};

@@ -86,22 +86,28 @@
 
 mod builder;
 mod config;
+mod create;
+mod entry;
 mod events;
 mod evict;
+mod reconfigure;
+mod stats;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 pub use builder::RegistryBuilder;
 pub use config::{MIN_IDLE_TTL, OverflowPolicy, RegistryConfig};
 pub use events::RegistrySubscription;
+pub use stats::{RegistryStats, StateCounts};
 
-use self::events::{Subscribers, Unsubscribe};
-use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, Event, Metrics, State};
-use crate::clock::{Clock, SharedClock};
+use self::entry::Entry;
+use self::events::Subscribers;
+use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError};
+use crate::clock::SharedClock;
 
 /// What a registry key must be: hashable, comparable, cheap enough to
 /// clone into the map, and shareable across threads. Implemented for every
@@ -131,16 +137,6 @@ impl<K: RegistryKey> Clone for BreakerRegistry<K> {
     }
 }
 
-pub(crate) struct Entry {
-    pub(crate) breaker: CircuitBreaker,
-    /// The call count the last eviction pass saw.
-    pub(crate) seen_calls: AtomicU64,
-    /// When that count last changed, in nanoseconds on the registry clock.
-    pub(crate) active_at: AtomicU64,
-    /// Whether a per-key override made this breaker's config.
-    pub(crate) overridden: bool,
-}
-
 pub(crate) struct Shared<K> {
     family: Arc<str>,
     map: scc::HashIndex<K, Entry, foldhash::fast::RandomState>,
@@ -161,6 +157,10 @@ pub(crate) struct Shared<K> {
     seed: Option<u64>,
     overflow_breaker: OnceLock<CircuitBreaker>,
     subscribers: Subscribers<K>,
+    /// Whether anyone subscribed to the registry (forwarders are installed
+    /// from then on).
+    forwarding: AtomicBool,
+    overflow_forwarded: AtomicBool,
     created: AtomicU64,
     evicted: AtomicU64,
     removed: AtomicU64,
@@ -188,45 +188,6 @@ pub enum RegistryError {
         #[source]
         source: ConfigError,
     },
-}
-
-/// Registry-wide counts whose size does not grow with the keys: the
-/// series to export when per-key series would explode (seed 001 §8.1.2).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct RegistryStats {
-    /// The family's name.
-    pub family: String,
-    /// Breakers in the registry now (the overflow breaker excluded).
-    pub live: usize,
-    /// The bound on `live`.
-    pub max_breakers: usize,
-    /// Live breakers by state.
-    pub by_state: StateCounts,
-    /// Breakers created since the registry was.
-    pub created: u64,
-    /// Breakers dropped by [`BreakerRegistry::evict_idle`].
-    pub evicted: u64,
-    /// Breakers dropped by [`BreakerRegistry::remove`].
-    pub removed: u64,
-    /// Lookups of new keys served by the shared overflow breaker.
-    pub overflowed: u64,
-    /// Lookups of new keys refused because the registry was full.
-    pub refused: u64,
-}
-
-/// Breakers per state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct StateCounts {
-    /// `Closed`.
-    pub closed: usize,
-    /// `Open`.
-    pub open: usize,
-    /// `HalfOpen`.
-    pub half_open: usize,
-    /// `ForcedOpen`, `Disabled` or `MetricsOnly`.
-    pub operator: usize,
 }
 
 impl<K: RegistryKey> BreakerRegistry<K> {
@@ -304,216 +265,16 @@ impl<K: RegistryKey> BreakerRegistry<K> {
     pub fn overflow_breaker(&self) -> Option<CircuitBreaker> {
         self.shared.overflow_breaker.get().cloned()
     }
-
-    /// Every breaker's metrics with its key, for an admin page (one entry
-    /// per key: do not export these as time series, see [`stats`](Self::stats)).
-    pub fn metrics(&self) -> Vec<(K, Metrics)> {
-        let guard = scc::Guard::new();
-        self.shared
-            .map
-            .iter(&guard)
-            .map(|(k, e)| (k.clone(), e.breaker.metrics()))
-            .collect()
-    }
-
-    /// Registry-wide counts, bounded in size whatever the key cardinality.
-    pub fn stats(&self) -> RegistryStats {
-        let s = &*self.shared;
-        let mut by_state = StateCounts::default();
-        let guard = scc::Guard::new();
-        for (_, e) in s.map.iter(&guard) {
-            match e.breaker.state() {
-                State::Closed => by_state.closed += 1,
-                State::Open => by_state.open += 1,
-                State::HalfOpen => by_state.half_open += 1,
-                _ => by_state.operator += 1,
-            }
-        }
-        RegistryStats {
-            family: s.family.to_string(),
-            live: s.entries.load(Ordering::Acquire),
-            max_breakers: s.max_breakers,
-            by_state,
-            created: s.created.load(Ordering::Relaxed),
-            evicted: s.evicted.load(Ordering::Relaxed),
-            removed: s.removed.load(Ordering::Relaxed),
-            overflowed: s.overflowed.load(Ordering::Relaxed),
-            refused: s.refused.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Calls `f` with every event of every breaker of the family — present
-    /// and future — with the breaker's key (`None` for the overflow
-    /// breaker), until the returned subscription is dropped.
-    pub fn subscribe(
-        &self,
-        f: impl Fn(Option<&K>, &Event) + Send + Sync + 'static,
-    ) -> RegistrySubscription {
-        let id = self.shared.subscribers.add(Arc::new(f));
-        let shared: Arc<dyn Unsubscribe> = self.shared.clone();
-        RegistrySubscription {
-            registry: Arc::downgrade(&shared),
-            id,
-        }
-    }
-}
-
-impl<K: RegistryKey> Unsubscribe for Shared<K> {
-    fn unsubscribe(&self, id: u64) {
-        self.subscribers.remove(id);
-    }
 }
 
 impl<K: RegistryKey> Shared<K> {
-    fn template(&self) -> std::sync::RwLockReadGuard<'_, CircuitBreakerConfig> {
+    pub(crate) fn template(&self) -> RwLockReadGuard<'_, CircuitBreakerConfig> {
         // Writers replace the config whole: a poisoned lock still holds a
         // consistent value.
         self.template
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-
-    /// The slow path of a lookup: reserve a slot, build, insert.
-    #[cold]
-    fn create(&self, key: &K, this: &Arc<Self>) -> Result<CircuitBreaker, RegistryError> {
-        loop {
-            if !self.reserve() {
-                return self.full(this);
-            }
-            let entry = match self.build(key, this) {
-                Ok(entry) => entry,
-                Err(e) => {
-                    self.live.fetch_sub(1, Ordering::AcqRel);
-                    return Err(e);
-                }
-            };
-            let breaker = entry.breaker.clone();
-            match self.map.insert_sync(key.clone(), entry) {
-                Ok(()) => {
-                    self.entries.fetch_add(1, Ordering::AcqRel);
-                    self.created.fetch_add(1, Ordering::Relaxed);
-                    return Ok(breaker);
-                }
-                Err((_, lost)) => {
-                    // Another thread created it first: use theirs (unless it
-                    // was removed meanwhile; then try again).
-                    self.live.fetch_sub(1, Ordering::AcqRel);
-                    lost.breaker.unsubscribe_all();
-                    if let Some(b) = self.map.peek_with(key, |_, e| e.breaker.clone()) {
-                        return Ok(b);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Gives back the slot of an entry that left the map.
-    pub(crate) fn release(&self) {
-        self.entries.fetch_sub(1, Ordering::AcqRel);
-        self.live.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Takes one of the `max_breakers` slots, if one is free.
-    fn reserve(&self) -> bool {
-        self.live
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max_breakers).then_some(n + 1)
-            })
-            .is_ok()
-    }
-
-    fn full(&self, this: &Arc<Self>) -> Result<CircuitBreaker, RegistryError> {
-        match self.overflow {
-            OverflowPolicy::Reject => {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                Err(RegistryError::Full {
-                    max_breakers: self.max_breakers,
-                })
-            }
-            OverflowPolicy::SharedOverflow => {
-                self.overflowed.fetch_add(1, Ordering::Relaxed);
-                if let Some(b) = self.overflow_breaker.get() {
-                    return Ok(b.clone());
-                }
-                let name = format!("{}:overflow", self.family);
-                let config = CircuitBreakerConfig {
-                    name: name.clone(),
-                    ..self.template().clone()
-                };
-                let breaker = self.breaker(config, None, this).map_err(|source| {
-                    RegistryError::InvalidConfig {
-                        breaker: name,
-                        source,
-                    }
-                })?;
-                Ok(self.overflow_breaker.get_or_init(|| breaker).clone())
-            }
-        }
-    }
-
-    /// A new entry for `key`: its config (override, else template), named
-    /// after the key, with a forwarder of its events to the registry.
-    fn build(&self, key: &K, this: &Arc<Self>) -> Result<Entry, RegistryError> {
-        let name = (self.naming)(key);
-        let (config, overridden) = match self
-            .by_key
-            .get(key)
-            .cloned()
-            .or_else(|| self.by_fn.as_ref().and_then(|f| f(key)))
-        {
-            Some(config) => (config, true),
-            None => (self.template().clone(), false),
-        };
-        let config = CircuitBreakerConfig {
-            name: name.clone(),
-            ..config
-        };
-        let breaker = self.breaker(config, Some(key), this).map_err(|source| {
-            RegistryError::InvalidConfig {
-                breaker: name,
-                source,
-            }
-        })?;
-        Ok(Entry {
-            breaker,
-            seen_calls: AtomicU64::new(0),
-            active_at: AtomicU64::new(self.clock.now().as_nanos()),
-            overridden,
-        })
-    }
-
-    fn breaker(
-        &self,
-        config: CircuitBreakerConfig,
-        key: Option<&K>,
-        this: &Arc<Self>,
-    ) -> Result<CircuitBreaker, ConfigError> {
-        let mut builder = CircuitBreaker::builder().clock(self.clock.clone());
-        if let Some(seed) = self.seed {
-            // Deterministic per key, whatever the creation order.
-            builder = builder
-                .seed(seed)
-                .instance_id(fnv1a(config.name.as_bytes()));
-        }
-        let breaker = builder.config(config).build()?;
-        let registry = Arc::downgrade(this);
-        let key = key.cloned();
-        breaker
-            .subscribe(move |event| {
-                if let Some(shared) = registry.upgrade() {
-                    shared.subscribers.dispatch(key.as_ref(), event);
-                }
-            })
-            .detach();
-        Ok(breaker)
-    }
-}
-
-/// FNV-1a: a stable (unkeyed) hash of a breaker's name, for its instance id.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xCBF2_9CE4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01B3)
-    })
 }
 
 impl<K: RegistryKey> fmt::Debug for BreakerRegistry<K> {

@@ -91,3 +91,39 @@ fn hot_paths_do_not_allocate() {
     });
     assert_eq!(n, 0, "half-open path allocated {n} times");
 }
+
+/// Issue #2's memory goal: one breaker with a 100-call count window or a
+/// 10-bucket time window in at most 2 KiB, everything it allocates counted.
+#[test]
+fn one_breaker_fits_in_two_kib() {
+    for window in [
+        WindowConfig::Count { size: 100 },
+        WindowConfig::Time {
+            length: Duration::from_secs(10),
+            buckets: 10,
+        },
+    ] {
+        let clock = ManualClock::new();
+        let mut breaker = None;
+        let info = allocation_counter::measure(|| {
+            breaker = Some(
+                CircuitBreaker::builder()
+                    .config(CircuitBreakerConfig {
+                        window,
+                        ..Default::default()
+                    })
+                    .clock(clock.clone())
+                    .build()
+                    .unwrap(),
+            );
+        });
+        let b = breaker.unwrap();
+        let bytes = info.bytes_current;
+        println!(
+            "{window:?}: {bytes} bytes allocated, footprint {} bytes",
+            b.memory_footprint()
+        );
+        assert!(bytes <= 2048, "{window:?}: {bytes} bytes");
+        assert!(b.memory_footprint() <= 2048);
+    }
+}

@@ -197,6 +197,117 @@ fn impossible_values_are_refused_naming_the_field() {
 }
 
 #[test]
+fn adaptive_features_refuse_contradictions() {
+    use tripline::breaker::{Cooldown, SlowCallBaseline, WarmUp, WarmUpMode};
+    let ramp = |steps: Vec<f64>| CircuitBreakerConfig {
+        half_open: HalfOpenPolicy::Ramp {
+            steps,
+            step_duration: Duration::from_secs(1),
+            failure_rate_threshold: 0.2,
+            minimum_calls_per_step: 1,
+        },
+        ..base()
+    };
+    refused(
+        ramp(vec![0.1, 0.05, 1.0]),
+        "half_open.steps",
+        "must increase strictly, but step 1 (0.05) is not above step 0 (0.1)",
+    );
+    refused(ramp(vec![0.1, 0.5]), "half_open.steps", "must end at 1.0");
+    refused(ramp(vec![]), "half_open.steps", "1 to 32");
+    refused(ramp(vec![-0.1, 1.0]), "half_open.steps", "(0, 1]");
+    refused(
+        CircuitBreakerConfig {
+            cooldown: Some(Cooldown {
+                duration: Duration::from_secs(30),
+                failure_rate_threshold: 0.8,
+            }),
+            ..base()
+        },
+        "cooldown.failure_rate_threshold",
+        "must not be looser than failure_rate_threshold (0.5), got 0.8",
+    );
+    refused(
+        CircuitBreakerConfig {
+            warm_up: Some(WarmUp {
+                duration: Duration::ZERO,
+                mode: WarmUpMode::NoTrip,
+            }),
+            ..base()
+        },
+        "warm_up.duration",
+        "got 0s",
+    );
+    let baseline = SlowCallBaseline {
+        baseline_quantile: 0.99,
+        factor: 3.0,
+        floor: Duration::from_millis(50),
+        ceiling: Duration::from_secs(2),
+        max_step: 0.1,
+        min_samples: 100,
+    };
+    refused(
+        CircuitBreakerConfig {
+            slow_call: Some(baseline),
+            slow_call_duration: Some(Duration::from_secs(1)),
+            ..base()
+        },
+        "slow_call",
+        "cannot be combined with slow_call_duration",
+    );
+    refused(
+        CircuitBreakerConfig {
+            slow_call: Some(SlowCallBaseline {
+                baseline_quantile: 1.0,
+                ..baseline
+            }),
+            ..base()
+        },
+        "slow_call.baseline_quantile",
+        "(0, 1)",
+    );
+    refused(
+        CircuitBreakerConfig {
+            slow_call: Some(SlowCallBaseline {
+                ceiling: Duration::from_millis(10),
+                ..baseline
+            }),
+            ..base()
+        },
+        "slow_call.ceiling",
+        "must be above floor (50ms)",
+    );
+    refused(
+        CircuitBreakerConfig {
+            slow_probe_factor: 0.5,
+            ..base()
+        },
+        "slow_probe_factor",
+        "between 1 and 100",
+    );
+    refused(
+        CircuitBreakerConfig {
+            min_state_duration: Some(Duration::ZERO),
+            ..base()
+        },
+        "min_state_duration",
+        "got 0s",
+    );
+    let toml_ok: CircuitBreakerConfig = toml::from_str(
+        r#"
+        min_state_duration = "2s"
+        cooldown = { duration = "30s", failure_rate_threshold = 0.3 }
+        warm_up = { duration = "20s", mode = "relaxed" }
+        slow_call = { baseline_quantile = 0.99, factor = 3.0, floor = "50ms", ceiling = "2s" }
+        half_open = { policy = "ramp", steps = [0.01, 0.05, 0.1, 0.3, 1.0], step_duration = "1s", failure_rate_threshold = 0.2 }
+        "#,
+    )
+    .unwrap();
+    assert!(toml_ok.validate().is_ok());
+    assert_eq!(toml_ok.slow_call.unwrap().max_step, 0.1, "defaults apply");
+}
+
+#[test]
 fn soft_contradictions_are_warnings() {
     let warnings = |c: CircuitBreakerConfig| {
         CircuitBreaker::builder()

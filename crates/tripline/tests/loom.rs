@@ -171,3 +171,78 @@ fn probe_close_races_operator_open() {
         assert_eq!(b.metrics().transitions as usize, seen.len());
     });
 }
+
+/// Ramp admission is a share of askers, whatever the interleaving: with
+/// 50% in the first step, exactly two of the first three askers get in.
+#[test]
+fn ramp_admission_is_an_exact_share() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = breaker(
+            &clock,
+            HalfOpenPolicy::Ramp {
+                steps: vec![0.5, 1.0],
+                step_duration: Duration::from_secs(1),
+                failure_rate_threshold: 0.5,
+                minimum_calls_per_step: 1,
+            },
+        );
+        open_then_elapse(&b, &clock);
+        let first = b.try_acquire().map(|p| std::mem::forget(p)).is_ok();
+        assert!(first, "the caller entering half-open probes");
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || b.try_acquire().map(|p| std::mem::forget(p)).is_ok())
+            })
+            .collect();
+        let admitted = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|ok| *ok)
+            .count();
+        assert_eq!(1 + admitted, 2);
+    });
+}
+
+/// A reconfiguration racing a call: the call lands in the old or the new
+/// window, never corrupts either, and exactly one config event is emitted.
+#[test]
+fn reconfiguration_racing_a_call_stays_consistent() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, HalfOpenPolicy::Consecutive { successes: 1 });
+        let configs = Arc::new(AtomicUsize::new(0));
+        let c = configs.clone();
+        b.subscribe(move |e| {
+            if matches!(e.kind, EventKind::ConfigChanged { .. }) {
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .detach();
+        let b2 = b.clone();
+        let t = thread::spawn(move || {
+            b2.reconfigure(CircuitBreakerConfig {
+                window: WindowConfig::Count { size: 2 },
+                minimum_calls: 2,
+                failure_rate_threshold: 0.5,
+                max_half_open_duration: None,
+                ..Default::default()
+            })
+            .unwrap();
+        });
+        if let Ok(p) = b.try_acquire() {
+            p.record(Outcome::Failure, Duration::ZERO);
+        }
+        t.join().unwrap();
+        assert_eq!(b.config_version(), 1);
+        assert_eq!(configs.load(Ordering::SeqCst), 1);
+        let w = b.window();
+        assert!(w.calls <= 2 && w.failures <= w.calls, "{w:?}");
+        assert_eq!(
+            b.state(),
+            State::Closed,
+            "one failure cannot trip 2 minimum calls"
+        );
+    });
+}

@@ -84,7 +84,7 @@ fn one_breaker_per_key_named_after_it() {
     // The family config reaches every breaker, named after the key.
     assert_eq!(
         a.config(),
-        &CircuitBreakerConfig {
+        CircuitBreakerConfig {
             name: a.name().into(),
             ..family()
         }
@@ -429,4 +429,124 @@ fn seeded_registries_are_reproducible_whatever_the_key_order() {
     assert_eq!(a, open_for(&["z", "x", "y"], 9), "same seed, any order");
     assert_ne!(a, open_for(&["x", "y", "z"], 10), "another seed");
     assert_ne!(a[0].1, a[1].1, "keys draw different jitter");
+}
+
+#[test]
+fn family_reconfiguration_reaches_present_and_future_breakers_but_not_overrides() {
+    let clock = ManualClock::new();
+    let r = BreakerRegistry::<String>::builder(config(3, OverflowPolicy::SharedOverflow))
+        .override_key(
+            key("vip"),
+            CircuitBreakerConfig {
+                minimum_calls: 9,
+                ..family()
+            },
+        )
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let plain = r.get(&key("plain")).unwrap();
+    let vip = r.get(&key("vip")).unwrap();
+    r.get(&key("third")).unwrap();
+    let overflow = r.get(&key("spill")).unwrap();
+    // Some state to keep: two failures in the window.
+    for _ in 0..2 {
+        let _ = plain.call(|| Err::<(), _>("boom"));
+    }
+    let changes: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = changes.clone();
+    r.subscribe(move |_, e| {
+        if let EventKind::ConfigChanged { .. } = &e.kind {
+            sink.lock().unwrap().push(e.breaker.to_string());
+        }
+    })
+    .detach();
+
+    let warnings = r
+        .reconfigure_family(CircuitBreakerConfig {
+            minimum_calls: 3,
+            ..family()
+        })
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(plain.config().minimum_calls, 3);
+    assert_eq!(plain.name(), "inventory:plain", "names stay");
+    assert_eq!(
+        overflow.config().minimum_calls,
+        3,
+        "the overflow breaker follows the family"
+    );
+    assert_eq!(
+        vip.config().minimum_calls,
+        9,
+        "an override keeps its own config"
+    );
+    assert_eq!(r.family_config().minimum_calls, 3);
+    let mut changed = changes.lock().unwrap().clone();
+    changed.sort();
+    assert_eq!(
+        changed,
+        ["inventory:overflow", "inventory:plain", "inventory:third"]
+    );
+    // State survived: one more failure trips at the new minimum of 3.
+    let _ = plain.call(|| Err::<(), _>("boom"));
+    assert_eq!(plain.state(), State::Open);
+    // Breakers created later get the new config.
+    r.remove(&key("third"));
+    assert_eq!(r.get(&key("fourth")).unwrap().config().minimum_calls, 3);
+
+    // Refused: an invalid value or a new name, naming the field; nothing changes.
+    let err = r
+        .reconfigure_family(CircuitBreakerConfig {
+            failure_rate_threshold: 0.0,
+            ..family()
+        })
+        .unwrap_err();
+    assert_eq!(err.field, "failure_rate_threshold");
+    let err = r
+        .reconfigure_family(CircuitBreakerConfig {
+            name: "stock".into(),
+            ..family()
+        })
+        .unwrap_err();
+    assert_eq!(err.field, "name");
+    assert!(err.to_string().contains("cannot change"), "{err}");
+    assert_eq!(plain.config().minimum_calls, 3);
+    assert_eq!(r.family_config().minimum_calls, 3);
+    assert_eq!(r.family(), "inventory");
+    assert_eq!(changes.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn a_late_subscriber_hears_existing_and_new_breakers_once_each() {
+    let clock = ManualClock::new();
+    let r = registry(&clock, config(10, OverflowPolicy::SharedOverflow));
+    let before = r.get(&key("before")).unwrap();
+    let seen: Seen = Arc::default();
+    let (a, b) = (seen.clone(), seen.clone());
+    // Two subscribers: each hears each transition once.
+    let _s1 = r.subscribe(move |k, e| {
+        if let EventKind::Transition(t) = &e.kind {
+            a.lock().unwrap().push((k.cloned(), "first".into(), t.to));
+        }
+    });
+    let _s2 = r.subscribe(move |k, e| {
+        if let EventKind::Transition(t) = &e.kind {
+            b.lock().unwrap().push((k.cloned(), "second".into(), t.to));
+        }
+    });
+    trip(&before);
+    trip(&r.get(&key("after")).unwrap());
+    let mut got = seen.lock().unwrap().clone();
+    got.sort();
+    let open = |k: &str, who: &str| (Some(key(k)), who.to_owned(), State::Open);
+    assert_eq!(
+        got,
+        [
+            open("after", "first"),
+            open("after", "second"),
+            open("before", "first"),
+            open("before", "second")
+        ]
+    );
 }

@@ -166,3 +166,49 @@ fn eviction_racing_lookups_never_drops_an_open_breaker() {
     assert_eq!(s.by_state.closed, 0, "{s:?}");
     assert_eq!(s.live as u64, s.created - s.evicted);
 }
+
+#[test]
+fn a_subscription_racing_creations_hears_every_breaker_exactly_once() {
+    use std::sync::Mutex;
+    use tripline::EventKind;
+    for _ in 0..20 {
+        let r = BreakerRegistry::<u32>::builder(config(10_000))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let heard = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = heard.clone();
+        std::thread::scope(|s| {
+            let creators: Vec<_> = (0..2u32)
+                .map(|t| {
+                    let r = &r;
+                    s.spawn(move || {
+                        for i in 0..200u32 {
+                            r.get(&(t * 1_000 + i)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            r.subscribe(move |k, e| {
+                if let EventKind::Transition(_) = &e.kind {
+                    sink.lock().unwrap().push(*k.unwrap());
+                }
+            })
+            .detach();
+            for c in creators {
+                c.join().unwrap();
+            }
+        });
+        for (k, b) in r.metrics() {
+            let breaker = r.peek(&k).unwrap();
+            assert_eq!(b.name, breaker.name());
+            breaker.force_open();
+        }
+        let mut heard = heard.lock().unwrap().clone();
+        heard.sort_unstable();
+        let expected: Vec<u32> = (0..2u32)
+            .flat_map(|t| (0..200u32).map(move |i| t * 1_000 + i))
+            .collect();
+        assert_eq!(heard, expected, "each breaker heard once");
+    }
+}

@@ -10,7 +10,10 @@
 use std::fmt;
 use std::time::Duration;
 
+mod adaptive;
+
 pub use super::backoff::OpenDuration;
+pub use adaptive::{Cooldown, SlowCallBaseline, WarmUp, WarmUpMode};
 
 /// Everything that shapes one breaker's decisions.
 ///
@@ -61,6 +64,22 @@ pub struct CircuitBreakerConfig {
     /// Expected call rate, used only to warn when a time window can never
     /// collect `minimum_calls`.
     pub expected_calls_per_second: Option<f64>,
+    /// Hysteresis: no automatic transition sooner than this after the last
+    /// one, so a breaker near its threshold cannot flap (seed 001 §4.3.2).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub min_state_duration: Option<Duration>,
+    /// A stricter threshold for a while after recovering.
+    pub cooldown: Option<Cooldown>,
+    /// No trips (or relaxed thresholds) for a while after creation or a
+    /// config change.
+    pub warm_up: Option<WarmUp>,
+    /// A learned slow-call threshold instead of `slow_call_duration`.
+    pub slow_call: Option<SlowCallBaseline>,
+    /// A half-open probe fails when it is slower than the slow-call
+    /// threshold × this (≥ 1): relaxed, because a recovering dependency is
+    /// often slow before it is fast again (seed 001 §4.3.1), but not blind,
+    /// or a dependency that only turned slow would flap closed and open.
+    pub slow_probe_factor: f64,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -82,6 +101,11 @@ impl Default for CircuitBreakerConfig {
             },
             max_half_open_duration: Some(Duration::from_secs(60)),
             expected_calls_per_second: None,
+            min_state_duration: None,
+            cooldown: None,
+            warm_up: None,
+            slow_call: None,
+            slow_probe_factor: 1.5,
         }
     }
 }
@@ -146,6 +170,28 @@ pub enum HalfOpenPolicy {
         /// The round's own, usually stricter, threshold (0, 1].
         failure_rate_threshold: f64,
     },
+    /// Admit a rising share of traffic — `steps[0]` of calls for
+    /// `step_duration`, then `steps[1]`, … up to 1.0 — judging each step on
+    /// its own sample; reopen on a failed step, close after the last. The
+    /// gentlest recovery for dependencies that must rebuild caches or pools.
+    Ramp {
+        /// Shares of traffic, strictly increasing, ending at 1.0.
+        steps: Vec<f64>,
+        /// How long each step lasts (at least; a step also needs
+        /// `minimum_calls_per_step` outcomes before it is judged).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        step_duration: Duration,
+        /// A step fails when failures / calls reaches this (0, 1].
+        failure_rate_threshold: f64,
+        /// Outcomes a step needs before it can pass.
+        #[cfg_attr(feature = "serde", serde(default = "one"))]
+        minimum_calls_per_step: u32,
+    },
+}
+
+#[cfg(feature = "serde")]
+fn one() -> u32 {
+    1
 }
 
 impl HalfOpenPolicy {
@@ -157,6 +203,25 @@ impl HalfOpenPolicy {
         match self {
             HalfOpenPolicy::Consecutive { successes } => *successes,
             HalfOpenPolicy::Permits { calls, .. } => *calls,
+            HalfOpenPolicy::Ramp {
+                minimum_calls_per_step,
+                ..
+            } => *minimum_calls_per_step,
+        }
+    }
+
+    /// The failure threshold the policy closes under, if it has one.
+    pub fn failure_rate_threshold(&self) -> Option<f64> {
+        match self {
+            HalfOpenPolicy::Consecutive { .. } => None,
+            HalfOpenPolicy::Permits {
+                failure_rate_threshold,
+                ..
+            }
+            | HalfOpenPolicy::Ramp {
+                failure_rate_threshold,
+                ..
+            } => Some(*failure_rate_threshold),
         }
     }
 }
@@ -286,6 +351,17 @@ impl CircuitBreakerConfig {
                 check_range("half_open.calls", *calls, 1, HalfOpenPolicy::MAX_PROBES)?;
                 check_rate("half_open.failure_rate_threshold", *failure_rate_threshold)?;
             }
+            HalfOpenPolicy::Ramp {
+                steps,
+                step_duration,
+                failure_rate_threshold,
+                minimum_calls_per_step,
+            } => adaptive::validate_ramp(
+                steps,
+                *step_duration,
+                *failure_rate_threshold,
+                *minimum_calls_per_step,
+            )?,
         }
         if let Some(d) = self.max_half_open_duration {
             check_duration(
@@ -303,8 +379,48 @@ impl CircuitBreakerConfig {
                 format!("must be a positive number, got {rps}"),
             ));
         }
+        if !(self.slow_probe_factor >= 1.0 && self.slow_probe_factor <= 100.0) {
+            return Err(ConfigError::new(
+                "slow_probe_factor",
+                format!("must be between 1 and 100, got {}", self.slow_probe_factor),
+            ));
+        }
+        self.validate_adaptive()?;
         self.soft_checks(&mut warnings);
         Ok(warnings)
+    }
+
+    fn validate_adaptive(&self) -> Result<(), ConfigError> {
+        let tiny = Duration::from_nanos(1);
+        if let Some(d) = self.min_state_duration {
+            check_duration("min_state_duration", d, tiny, MAX_OPEN_DURATION)?;
+        }
+        if let Some(c) = &self.cooldown {
+            check_duration("cooldown.duration", c.duration, tiny, MAX_OPEN_DURATION)?;
+            check_rate("cooldown.failure_rate_threshold", c.failure_rate_threshold)?;
+            if c.failure_rate_threshold > self.failure_rate_threshold {
+                return Err(ConfigError::new(
+                    "cooldown.failure_rate_threshold",
+                    format!(
+                        "must not be looser than failure_rate_threshold ({}), got {}",
+                        self.failure_rate_threshold, c.failure_rate_threshold
+                    ),
+                ));
+            }
+        }
+        if let Some(w) = &self.warm_up {
+            check_duration("warm_up.duration", w.duration, tiny, MAX_OPEN_DURATION)?;
+        }
+        if let Some(b) = &self.slow_call {
+            if self.slow_call_duration.is_some() {
+                return Err(ConfigError::new(
+                    "slow_call",
+                    "cannot be combined with slow_call_duration: choose a fixed or a learned threshold",
+                ));
+            }
+            b.validate("slow_call")?;
+        }
+        Ok(())
     }
 
     fn soft_checks(&self, warnings: &mut Vec<ConfigWarning>) {
@@ -315,6 +431,28 @@ impl CircuitBreakerConfig {
             })
         };
         let probes = self.half_open.probes();
+        if let Some(t) = self.half_open.failure_rate_threshold()
+            && t > self.failure_rate_threshold - 0.2 + 1e-9
+        {
+            warn(
+                "half_open.failure_rate_threshold",
+                format!(
+                    "{t} leaves less than 20 points of hysteresis below failure_rate_threshold \
+                     ({}): a dependency hovering near the threshold will flap (seed 001 §7.1.2)",
+                    self.failure_rate_threshold
+                ),
+            );
+        }
+        if let (Some(min), Some(max)) = (self.min_state_duration, self.max_half_open_duration)
+            && min >= max
+        {
+            warn(
+                "min_state_duration",
+                "is not shorter than max_half_open_duration: half-open rounds time out \
+                 before they may decide"
+                    .to_owned(),
+            );
+        }
         if probes > self.minimum_calls {
             warn(
                 "half_open",

@@ -39,8 +39,13 @@ pub enum Reason {
     ProbesSucceeded,
     /// The half-open state outlived `max_half_open_duration`.
     HalfOpenTimeout,
-    /// An operator (or a server's Retry-After) set the state.
+    /// An operator (or a server's Retry-After, or a restored snapshot, or a
+    /// reconfiguration) set the state.
     Forced,
+    /// A health check succeeded while open: probe with business traffic.
+    HealthCheckPassed,
+    /// A health check failed or timed out while open: stay open longer.
+    HealthCheckFailed,
 }
 
 impl Reason {
@@ -54,6 +59,8 @@ impl Reason {
             Reason::ProbesSucceeded => "probes_succeeded",
             Reason::HalfOpenTimeout => "half_open_timeout",
             Reason::Forced => "forced",
+            Reason::HealthCheckPassed => "health_check_passed",
+            Reason::HealthCheckFailed => "health_check_failed",
         }
     }
 }
@@ -74,9 +81,17 @@ pub struct Thresholds {
     pub failure_rate: f64,
     /// Slow-call rate that trips.
     pub slow_call_rate: f64,
-    /// Duration from which a call is slow, if slow detection is on.
+    /// Duration from which a call is slow, if slow detection is on (fixed
+    /// or learned).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
     pub slow_call_duration: Option<Duration>,
+    /// False during a `no_trip` warm-up.
+    pub trips_allowed: bool,
+    /// Hysteresis in force, if any.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub min_state_duration: Option<Duration>,
+    /// The config version these thresholds come from.
+    pub config_version: u64,
 }
 
 /// One state change.
@@ -119,6 +134,17 @@ pub enum EventKind {
         window: WindowSnapshot,
         /// Thresholds in force.
         thresholds: Thresholds,
+    },
+    /// The breaker was reconfigured; its state was kept.
+    ConfigChanged {
+        /// The new config version.
+        version: u64,
+        /// The config before.
+        old: Box<super::config::CircuitBreakerConfig>,
+        /// The config after.
+        new: Box<super::config::CircuitBreakerConfig>,
+        /// Validation warnings of the new config.
+        warnings: Vec<String>,
     },
 }
 
@@ -163,13 +189,13 @@ struct Queue {
     next: u64,
     pending: BTreeMap<u64, Event>,
     delivering: bool,
+    next_id: u64,
+    subscribers: Vec<(u64, Callback)>,
 }
 
 /// Subscribers and the ordered delivery queue of one breaker.
 pub(crate) struct EventHub {
     seq: AtomicU64,
-    next_id: AtomicU64,
-    subscribers: Mutex<Vec<(u64, Callback)>>,
     queue: Mutex<Queue>,
 }
 
@@ -177,8 +203,6 @@ impl EventHub {
     pub(crate) fn new() -> Self {
         EventHub {
             seq: AtomicU64::new(0),
-            next_id: AtomicU64::new(0),
-            subscribers: Mutex::new(Vec::new()),
             queue: Mutex::new(Queue::default()),
         }
     }
@@ -189,17 +213,19 @@ impl EventHub {
     }
 
     pub(crate) fn subscribe(&self, f: Callback) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.subscribers).push((id, f));
+        let mut q = lock(&self.queue);
+        let id = q.next_id;
+        q.next_id += 1;
+        q.subscribers.push((id, f));
         id
     }
 
     pub(crate) fn unsubscribe(&self, id: u64) {
-        lock(&self.subscribers).retain(|(i, _)| *i != id);
+        lock(&self.queue).subscribers.retain(|(i, _)| *i != id);
     }
 
     pub(crate) fn unsubscribe_all(&self) {
-        lock(&self.subscribers).clear();
+        lock(&self.queue).subscribers.clear();
     }
 
     /// Queues the event reserved as `seq` and delivers every event that is
@@ -219,11 +245,8 @@ impl EventHub {
                 return;
             };
             q.next += 1;
+            let subscribers: Vec<Callback> = q.subscribers.iter().map(|(_, f)| f.clone()).collect();
             drop(q);
-            let subscribers: Vec<Callback> = lock(&self.subscribers)
-                .iter()
-                .map(|(_, f)| f.clone())
-                .collect();
             for f in subscribers {
                 // A panicking subscriber must not stop delivery to the others
                 // nor leave the queue marked as delivering.
@@ -254,6 +277,15 @@ fn trace(event: &Event) {
             open_duration = ?t.open_duration,
             generation = t.generation,
             "circuit breaker transition"
+        ),
+        EventKind::ConfigChanged {
+            version, warnings, ..
+        } => tracing::info!(
+            target: "tripline::breaker",
+            breaker = %event.breaker,
+            version,
+            warnings = ?warnings,
+            "circuit breaker reconfigured"
         ),
         EventKind::WouldTrip { reason, window, .. } => tracing::warn!(
             target: "tripline::breaker",

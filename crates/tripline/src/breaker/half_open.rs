@@ -9,6 +9,11 @@
 //! Every admission is a CAS that checks the quota, and every permit settles
 //! exactly once (a recorded outcome, or a neutral release when it is dropped
 //! unrecorded), so `in_flight` can neither leak nor exceed the quota.
+//!
+//! The ramp policy admits a share of traffic instead of a quota; see
+//! [`ramp`].
+
+pub(crate) mod ramp;
 
 use super::config::HalfOpenPolicy;
 use crate::sync::{AtomicU64, Ordering};
@@ -56,44 +61,66 @@ impl Round {
     }
 }
 
-/// The rules of one policy, precomputed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The rules of a half-open policy, precomputed.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Rules {
+    /// A quota of probes per round.
+    Quota(QuotaRules),
+    /// A rising share of traffic.
+    Ramp(ramp::RampRules),
+}
+
+impl Rules {
+    pub(crate) fn new(policy: &HalfOpenPolicy) -> Rules {
+        match policy {
+            HalfOpenPolicy::Consecutive { successes } => Rules::Quota(QuotaRules::Consecutive {
+                successes: u64::from(*successes),
+            }),
+            HalfOpenPolicy::Permits {
+                calls,
+                failure_rate_threshold,
+            } => {
+                let calls = u64::from(*calls);
+                Rules::Quota(QuotaRules::Permits {
+                    calls,
+                    fail_limit: failures_to_reach(*failure_rate_threshold, calls).max(1),
+                })
+            }
+            HalfOpenPolicy::Ramp {
+                steps,
+                step_duration,
+                failure_rate_threshold,
+                minimum_calls_per_step,
+            } => Rules::Ramp(ramp::RampRules::new(
+                steps,
+                *step_duration,
+                *failure_rate_threshold,
+                *minimum_calls_per_step,
+            )),
+        }
+    }
+}
+
+/// The rules of the quota policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QuotaRules {
     /// One probe at a time; any failure reopens; `successes` close.
     Consecutive { successes: u64 },
     /// At most `calls` probes per round; reopen at `fail_limit` failures.
     Permits { calls: u64, fail_limit: u64 },
 }
 
-impl Rules {
-    pub(crate) fn new(policy: &HalfOpenPolicy) -> Rules {
-        match *policy {
-            HalfOpenPolicy::Consecutive { successes } => Rules::Consecutive {
-                successes: u64::from(successes),
-            },
-            HalfOpenPolicy::Permits {
-                calls,
-                failure_rate_threshold,
-            } => {
-                let calls = u64::from(calls);
-                Rules::Permits {
-                    calls,
-                    fail_limit: failures_to_reach(failure_rate_threshold, calls).max(1),
-                }
-            }
-        }
-    }
-
+impl QuotaRules {
     fn admits(self, r: Round) -> bool {
         match self {
-            Rules::Consecutive { successes } => r.in_flight == 0 && r.successes < successes,
-            Rules::Permits { calls, .. } => r.in_flight + r.successes + r.failures < calls,
+            QuotaRules::Consecutive { successes } => r.in_flight == 0 && r.successes < successes,
+            QuotaRules::Permits { calls, .. } => r.in_flight + r.successes + r.failures < calls,
         }
     }
 
     fn decide(self, r: Round) -> Decision {
         match self {
-            Rules::Consecutive { successes } => {
+            QuotaRules::Consecutive { successes } => {
                 if r.failures > 0 {
                     Decision::Reopen
                 } else if r.successes >= successes {
@@ -102,7 +129,7 @@ impl Rules {
                     Decision::Undecided
                 }
             }
-            Rules::Permits { calls, fail_limit } => {
+            QuotaRules::Permits { calls, fail_limit } => {
                 if r.failures >= fail_limit {
                     Decision::Reopen
                 } else if r.successes + r.failures >= calls {
@@ -139,7 +166,7 @@ impl HalfOpenRound {
     }
 
     /// Takes a probe slot in the round of `generation`, if the quota allows.
-    pub(crate) fn try_admit(&self, rules: Rules, generation: u64) -> bool {
+    pub(crate) fn try_admit(&self, rules: QuotaRules, generation: u64) -> bool {
         let tag = Self::tag(generation);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
@@ -162,7 +189,7 @@ impl HalfOpenRound {
 
     /// Settles one admitted probe of `generation`; returns the round's
     /// decision, or `Undecided` if the round is already over.
-    pub(crate) fn settle(&self, rules: Rules, generation: u64, verdict: Verdict) -> Decision {
+    pub(crate) fn settle(&self, rules: QuotaRules, generation: u64, verdict: Verdict) -> Decision {
         let tag = Self::tag(generation);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
@@ -220,10 +247,12 @@ mod tests {
 
     #[test]
     fn permits_quota_and_early_reopen() {
-        let rules = Rules::new(&HalfOpenPolicy::Permits {
+        let Rules::Quota(rules) = Rules::new(&HalfOpenPolicy::Permits {
             calls: 3,
             failure_rate_threshold: 0.5,
-        });
+        }) else {
+            unreachable!()
+        };
         let h = HalfOpenRound::new();
         assert!((0..3).all(|_| h.try_admit(rules, 7)));
         assert!(!h.try_admit(rules, 7), "quota exhausted");

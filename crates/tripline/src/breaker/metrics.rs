@@ -62,6 +62,11 @@ pub struct Metrics {
     pub transitions: u64,
     /// Half-open probes admitted and not yet finished (0 unless half-open).
     pub probes_in_flight: u64,
+    /// The config version in force.
+    pub config_version: u64,
+    /// The slow-call threshold in force (fixed or learned).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub slow_call_threshold: Option<std::time::Duration>,
 }
 
 pub(crate) fn collect(inner: &Inner) -> Metrics {
@@ -94,9 +99,11 @@ pub(crate) fn collect(inner: &Inner) -> Metrics {
         },
         transitions: c.get(Counter::Transitions),
         probes_in_flight: if w.state() == State::HalfOpen {
-            inner.half_open_round(w.generation()).in_flight
+            inner.probes_in_flight(w.generation())
         } else {
             0
         },
+        config_version: inner.config_version(),
+        slow_call_threshold: inner.slow_call_threshold(),
     }
 }

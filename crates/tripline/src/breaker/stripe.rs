@@ -126,6 +126,10 @@ impl Counters {
         self.stripes[s].0[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.stripes.len() * std::mem::size_of::<Padded<[AtomicU64; 8]>>()
+    }
+
     pub(crate) fn get(&self, c: Counter) -> u64 {
         self.stripes
             .iter()

@@ -57,6 +57,68 @@ impl WindowSnapshot {
     }
 }
 
+/// Outcome bits that reproduce `s`'s counts: slow failures, failures,
+/// slow successes, then successes.
+fn synthesize(s: &WindowSnapshot) -> impl Iterator<Item = u8> {
+    let slow_failures = s.slow_failures;
+    let failures = s.failures - slow_failures;
+    let slow = s.slow - slow_failures;
+    let successes = s.calls - s.failures - slow;
+    std::iter::repeat_n(FAILURE | SLOW, slow_failures as usize)
+        .chain(std::iter::repeat_n(FAILURE, failures as usize))
+        .chain(std::iter::repeat_n(SLOW, slow as usize))
+        .chain(std::iter::repeat_n(0, successes as usize))
+}
+
+/// The windows a breaker has had: reconfigurations that change the
+/// window's shape append a new one, and calls follow the newest. Old
+/// windows are kept until the breaker is dropped, because a call may still
+/// hold a reference to one; a reshape is rare and costs one window's
+/// memory, and the hot path pays one branch while no reshape has happened.
+pub(crate) struct WindowChain {
+    window: Window,
+    next: std::sync::OnceLock<Box<WindowChain>>,
+}
+
+impl WindowChain {
+    pub(crate) fn new(window: Window) -> Self {
+        WindowChain {
+            window,
+            next: std::sync::OnceLock::new(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn first(&self) -> &Window {
+        &self.window
+    }
+
+    /// The window `depth` reshapes later (the newest that exists).
+    #[cold]
+    pub(crate) fn at(&self, depth: u64) -> &Window {
+        let mut node = self;
+        for _ in 0..depth {
+            match node.next.get() {
+                Some(next) => node = next,
+                None => break,
+            }
+        }
+        &node.window
+    }
+
+    /// Appends `window` after the node at `depth` (the current newest).
+    pub(crate) fn push(&self, depth: u64, window: Window) {
+        let mut node = self;
+        for _ in 0..depth {
+            match node.next.get() {
+                Some(next) => node = next,
+                None => break,
+            }
+        }
+        let _ = node.next.set(Box::new(WindowChain::new(window)));
+    }
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
@@ -88,13 +150,11 @@ impl Window {
         }
     }
 
-    /// Remembers what the last evaluation saw, so later successes can skip it.
-    pub(crate) fn evaluated(&self, now: Timestamp, snapshot: &WindowSnapshot, minimum_calls: u64) {
+    /// Remembers what the last evaluation saw, so later successes can skip
+    /// it unless `pending` (a trip may still come from a success).
+    pub(crate) fn evaluated(&self, now: Timestamp, pending: bool) {
         if let Window::Time(w) = self {
-            w.evaluated(
-                now,
-                snapshot.has_bad_calls() && snapshot.calls < minimum_calls,
-            );
+            w.evaluated(now, pending);
         }
     }
 
@@ -120,6 +180,47 @@ impl Window {
         match self {
             Window::Count(w) => w.totals(),
             Window::Time(w) => w.totals(),
+        }
+    }
+
+    /// Takes over what still fits of `old`'s live contents (a
+    /// reconfiguration changed the window's shape): the newest outcomes of
+    /// a count window, the live buckets of a time window at their times.
+    /// Across kinds, counts go to the newest slots / the current bucket.
+    pub(crate) fn absorb(&self, old: &Window, now: Timestamp) {
+        match (old, self) {
+            (Window::Count(o), Window::Count(n)) => {
+                for bits in o.recent(n.size() as usize) {
+                    n.record(bits);
+                }
+            }
+            (Window::Time(o), Window::Time(n)) => {
+                for (start, counts) in o.live(now) {
+                    n.add_at(start, counts, now);
+                }
+            }
+            (old, _) => self.preload(&old.snapshot(now), now),
+        }
+    }
+
+    /// Fills an empty window with the counts of `snap` (a restored
+    /// snapshot, or a change of window kind): the order of outcomes is not
+    /// known, so a count window receives failures first and a time window
+    /// everything in the current bucket.
+    pub(crate) fn preload(&self, snap: &WindowSnapshot, now: Timestamp) {
+        let snap = snap.clamped();
+        match self {
+            Window::Count(c) => {
+                let keep = snap.calls.min(c.size());
+                for bits in synthesize(&snap).take(keep as usize) {
+                    c.record(bits);
+                }
+            }
+            Window::Time(t) => t.add_at(
+                now,
+                [snap.calls, snap.failures, snap.slow, snap.slow_failures],
+                now,
+            ),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt::{self, Display};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::config::{error, nested};
@@ -174,6 +174,8 @@ impl<K: RegistryKey> RegistryBuilder<K> {
             seed: self.seed,
             overflow_breaker: OnceLock::new(),
             subscribers: Subscribers::new(),
+            forwarding: AtomicBool::new(false),
+            overflow_forwarded: AtomicBool::new(false),
             created: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
             removed: AtomicU64::new(0),

@@ -1,17 +1,27 @@
 //! Registry-level subscriptions: one callback sees the events of every
 //! breaker of the family, tagged with the key.
 //!
-//! Each breaker gets one forwarding subscriber when it is created; it holds
-//! the key and a weak handle to the registry (no cycle), and hands the event
-//! to the registry's subscribers. Events are transitions only — rare — so
-//! the list is a mutex, cloned before the callbacks run so that a callback
-//! may call back into the registry.
+//! A breaker's events reach the registry through one forwarding subscriber
+//! on the breaker, holding the key and a weak handle to the registry (no
+//! cycle). Forwarders cost ~110 bytes per breaker, so they are installed
+//! only once somebody subscribes to the registry: the first subscription
+//! installs them on every breaker present, and every breaker created after
+//! it gets one at creation. The two sides meet through sequentially
+//! consistent fences (the creator inserts then reads the flag, the
+//! subscriber sets the flag then scans), so no breaker is missed, and a
+//! per-entry claim bit makes sure none gets two.
+//!
+//! Events are transitions only — rare — so the subscriber list is a mutex,
+//! cloned before the callbacks run so that a callback may call back into
+//! the registry.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use crate::breaker::Event;
+use super::entry::Entry;
+use super::{BreakerRegistry, RegistryKey, Shared};
+use crate::breaker::{CircuitBreaker, Event};
 
 type Callback<K> = Arc<dyn Fn(Option<&K>, &Event) + Send + Sync>;
 
@@ -93,4 +103,85 @@ impl fmt::Debug for RegistrySubscription {
             .field("id", &self.id)
             .finish()
     }
+}
+
+impl<K: RegistryKey> BreakerRegistry<K> {
+    /// Calls `f` with every event of every breaker of the family — present
+    /// and future — with the breaker's key (`None` for the overflow
+    /// breaker), until the returned subscription is dropped.
+    pub fn subscribe(
+        &self,
+        f: impl Fn(Option<&K>, &Event) + Send + Sync + 'static,
+    ) -> RegistrySubscription {
+        let id = self.shared.subscribers.add(Arc::new(f));
+        self.shared.start_forwarding(&self.shared);
+        let shared: Arc<dyn Unsubscribe> = self.shared.clone();
+        RegistrySubscription {
+            registry: Arc::downgrade(&shared),
+            id,
+        }
+    }
+}
+
+impl<K: RegistryKey> Unsubscribe for Shared<K> {
+    fn unsubscribe(&self, id: u64) {
+        self.subscribers.remove(id);
+    }
+}
+
+impl<K: RegistryKey> Shared<K> {
+    /// Installs forwarders on every breaker, once, at the first subscription.
+    fn start_forwarding(&self, this: &Arc<Self>) {
+        if self.forwarding.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        let guard = scc::Guard::new();
+        for (key, entry) in self.map.iter(&guard) {
+            forward(Some(key), entry, this);
+        }
+        self.forward_overflow_if_subscribed(this);
+    }
+
+    /// After `key` was inserted: its forwarder, if anyone listens.
+    pub(crate) fn forward_if_subscribed(&self, key: &K, this: &Arc<Self>) {
+        fence(Ordering::SeqCst);
+        if self.forwarding.load(Ordering::SeqCst) {
+            let guard = scc::Guard::new();
+            if let Some(entry) = self.map.peek(key, &guard) {
+                forward(Some(key), entry, this);
+            }
+        }
+    }
+
+    /// After the overflow breaker was created: its forwarder, if anyone
+    /// listens.
+    pub(crate) fn forward_overflow_if_subscribed(&self, this: &Arc<Self>) {
+        fence(Ordering::SeqCst);
+        if self.forwarding.load(Ordering::SeqCst)
+            && let Some(b) = self.overflow_breaker.get()
+            && !self.overflow_forwarded.swap(true, Ordering::AcqRel)
+        {
+            install(None, b, this);
+        }
+    }
+}
+
+fn forward<K: RegistryKey>(key: Option<&K>, entry: &Entry, this: &Arc<Shared<K>>) {
+    if entry.claim_forwarding() {
+        install(key, &entry.breaker, this);
+    }
+}
+
+/// Subscribes the forwarder of `key`'s breaker (`None`: the overflow one).
+fn install<K: RegistryKey>(key: Option<&K>, breaker: &CircuitBreaker, this: &Arc<Shared<K>>) {
+    let registry = Arc::downgrade(this);
+    let key = key.cloned();
+    breaker
+        .subscribe(move |event| {
+            if let Some(shared) = registry.upgrade() {
+                shared.subscribers.dispatch(key.as_ref(), event);
+            }
+        })
+        .detach();
 }

@@ -6,10 +6,11 @@
 //! A breaker already keeps cumulative counts of every call it saw (they
 //! feed its metrics). Each pass reads them and compares with the count the
 //! previous pass stored in the entry: a change means activity, and the
-//! entry's `active_at` becomes the pass's time. An entry is evicted when
-//! its breaker is `Closed`, its count is unchanged and `active_at` is at
-//! least `idle_ttl` old. So idleness is measured with the resolution of
-//! the pass interval: call `evict_idle` every `idle_ttl / 2` or so.
+//! entry remembers the pass's time (in whole seconds, see `entry.rs`). An
+//! entry is evicted when its breaker is `Closed` and its count has not
+//! moved for at least `idle_ttl`. So idleness is measured with the
+//! resolution of the pass interval: call `evict_idle` every `idle_ttl / 2`
+//! or so.
 //!
 //! # Races
 //!
@@ -21,11 +22,12 @@
 //! handle just before the removal keeps a working, detached breaker; its
 //! next lookup gets a fresh one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::{BreakerRegistry, Entry, RegistryKey};
+use super::entry::Entry;
+use super::{BreakerRegistry, RegistryKey};
 use crate::breaker::{CallCounts, CircuitBreaker, State};
-use crate::clock::{Clock, Timestamp};
+use crate::clock::Clock;
 
 /// Every call the breaker has seen, whatever its fate.
 fn activity(c: &CallCounts) -> u64 {
@@ -80,13 +82,7 @@ impl<K: RegistryKey> BreakerRegistry<K> {
             let Some(calls) = evictable(&entry.breaker) else {
                 continue;
             };
-            if calls != entry.seen_calls.load(Ordering::Relaxed) {
-                entry.seen_calls.store(calls, Ordering::Relaxed);
-                entry.active_at.store(now.as_nanos(), Ordering::Relaxed);
-                continue;
-            }
-            let idle_since = Timestamp::from_nanos(entry.active_at.load(Ordering::Relaxed));
-            if now - idle_since < ttl {
+            if entry.observe(calls, now) < ttl {
                 continue;
             }
             if !s
@@ -95,18 +91,15 @@ impl<K: RegistryKey> BreakerRegistry<K> {
             {
                 continue; // removed or replaced meanwhile
             }
-            if entry.breaker.state() != State::Closed {
+            if entry.breaker.state() != State::Closed
+                && s.map
+                    .insert_sync(key.clone(), Entry::put_back(entry, now))
+                    .is_ok()
+            {
                 // It tripped (or an operator forced it) between the check
-                // and the removal: put it back.
-                let back = Entry {
-                    breaker: entry.breaker.clone(),
-                    seen_calls: AtomicU64::new(u64::MAX),
-                    active_at: AtomicU64::new(now.as_nanos()),
-                    overridden: entry.overridden,
-                };
-                if s.map.insert_sync(key.clone(), back).is_ok() {
-                    continue;
-                }
+                // and the removal: it is back.
+                s.forward_if_subscribed(key, &self.shared);
+                continue;
             }
             entry.breaker.unsubscribe_all();
             s.release();

@@ -3,8 +3,11 @@
 //! # Algorithm
 //!
 //! A cursor hands out positions; position `p` lives in slot `p % N`. Each
-//! slot holds `tag << 2 | bits`, where `tag` identifies the window
-//! generation (bumped by every reset) and `bits` are [`FAILURE`]/[`SLOW`].
+//! slot is a `u32` holding `tag << 2 | bits`, where `tag` is the low 30
+//! bits of the window generation (bumped by every reset) and `bits` are
+//! [`FAILURE`]/[`SLOW`]; tags compare with wrap-around, so a slot would
+//! be misread only if it survived 2²⁹ resets untouched while its neighbours
+//! were written.
 //! A slot written under an older tag counts as empty, so a reset is O(1):
 //! bump the tag, zero the aggregate, remember the cursor as the new base.
 //!
@@ -38,27 +41,45 @@
 
 use super::{FAILURE, SLOW, Totals, WindowSnapshot};
 use crate::breaker::stripe::Padded;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 const TAG_MASK: u64 = 0xFFFF;
 const F_ONE: u64 = 1 << 16;
 const S_ONE: u64 = 1 << 32;
 const SF_ONE: u64 = 1 << 48;
 
+/// Laid out by hand: the cursor, written by every record, alone on its
+/// line; then the words every record reads (aggregate, tag) with the
+/// read-only ones, written only by failures and resets.
+#[repr(C)]
 pub(crate) struct CountWindow {
+    cursor: Padded<AtomicU64>,
+    aggregate: AtomicU64,
+    /// Current generation tag and the cursor value at the last reset.
+    tag: AtomicU64,
+    base: AtomicU64,
     size: u64,
     /// `u64::MAX / size + 1`: Lemire's fastmod multiplier, so the slot of a
     /// position costs two multiplies instead of a 64-bit division.
     fastmod: u64,
-    cursor: Padded<AtomicU64>,
-    aggregate: Padded<AtomicU64>,
-    /// Current generation tag and the cursor value at the last reset; both
-    /// read-mostly.
-    tag: AtomicU64,
-    base: AtomicU64,
+    slots: Box<[AtomicU32]>,
     /// Cumulative failure / slow / slow-failure counts, for metrics.
     totals: [AtomicU64; 3],
-    slots: Box<[AtomicU64]>,
+}
+
+const SLOT_TAG_MASK: u64 = (1 << 30) - 1;
+
+/// The 30-bit tag a slot stores for generation `tag`.
+#[inline(always)]
+fn slot_tag(tag: u64) -> u32 {
+    (tag & SLOT_TAG_MASK) as u32
+}
+
+/// Whether slot tag `a` is a later generation than `b` (wrap-aware).
+#[inline(always)]
+fn is_newer(a: u32, b: u32) -> bool {
+    let d = a.wrapping_sub(b) & SLOT_TAG_MASK as u32;
+    d != 0 && d < (1 << 29)
 }
 
 fn encode(bits: u8) -> u64 {
@@ -94,11 +115,11 @@ impl CountWindow {
             size,
             fastmod: (u64::MAX / size).wrapping_add(1),
             cursor: Padded(AtomicU64::new(0)),
-            aggregate: Padded(AtomicU64::new(0)),
+            aggregate: AtomicU64::new(0),
             tag: AtomicU64::new(0),
             base: AtomicU64::new(0),
             totals: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-            slots: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            slots: (0..size).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
@@ -110,10 +131,11 @@ impl CountWindow {
         }
         let tag = self.tag.load(Ordering::Acquire);
         let slot = &self.slots[self.slot_of(p)];
-        let new = (tag << 2) | u64::from(bits);
+        let tag30 = slot_tag(tag);
+        let new = (tag30 << 2) | u32::from(bits);
         let mut old = slot.load(Ordering::Acquire);
         loop {
-            if old == new || (old >> 2) > tag {
+            if old == new || is_newer(old >> 2, tag30) {
                 // Unchanged, or a newer generation owns the slot.
                 return;
             }
@@ -122,7 +144,11 @@ impl CountWindow {
                 Err(v) => old = v,
             }
         }
-        let old_bits = if old >> 2 == tag { (old & 3) as u8 } else { 0 };
+        let old_bits = if old >> 2 == tag30 {
+            (old & 3) as u8
+        } else {
+            0
+        };
         if old_bits == bits {
             return;
         }
@@ -180,6 +206,28 @@ impl CountWindow {
         }
     }
 
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The bits of the newest `n` outcomes in the window, oldest first.
+    pub(crate) fn recent(&self, n: usize) -> Vec<u8> {
+        let tag = self.tag.load(Ordering::Acquire);
+        let cursor = self.cursor.load(Ordering::Acquire);
+        let base = self.base.load(Ordering::Acquire);
+        let live = cursor.saturating_sub(base).min(self.size).min(n as u64);
+        (cursor - live..cursor)
+            .map(|p| {
+                let v = self.slots[self.slot_of(p)].load(Ordering::Acquire);
+                if v >> 2 == slot_tag(tag) {
+                    (v & 3) as u8
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
     /// Only the transition winner resets, so resets never race each other.
     pub(crate) fn reset(&self) {
         let tag = self.tag.load(Ordering::Acquire) + 1;
@@ -199,7 +247,7 @@ impl CountWindow {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<AtomicU64>()
+        self.slots.len() * std::mem::size_of::<AtomicU32>()
     }
 }
 

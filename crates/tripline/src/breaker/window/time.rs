@@ -53,8 +53,9 @@ pub(crate) struct TimeWindow {
     /// [`TimeWindow::success_may_trip`]).
     last_eval: AtomicU64,
     lines: Box<[Padded<[AtomicU64; 8]>]>,
-    /// Per stripe: counts folded out of expired words, per field.
-    folded: Box<[Padded<[AtomicU64; FIELDS]>]>,
+    /// Per stripe and field: counts folded out of expired words. Written
+    /// once per bucket rollover, so not padded per stripe.
+    folded: Box<[AtomicU64]>,
 }
 
 #[inline]
@@ -79,8 +80,12 @@ impl TimeWindow {
             stripe_words,
             last_eval: AtomicU64::new(u64::MAX),
             lines,
-            folded: (0..stripes).map(|_| Padded(Default::default())).collect(),
+            folded: (0..stripes * FIELDS).map(|_| AtomicU64::new(0)).collect(),
         }
+    }
+
+    pub(crate) fn length_nanos(&self) -> u64 {
+        self.width * self.buckets
     }
 
     #[inline]
@@ -165,7 +170,7 @@ impl TimeWindow {
     fn fold(&self, stripe: usize, field: usize, old: u64) {
         let n = old & COUNT_MASK;
         if n != 0 {
-            self.folded[stripe].0[field].fetch_add(n, Ordering::Relaxed);
+            self.folded[stripe * FIELDS + field].fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -217,6 +222,62 @@ impl TimeWindow {
         }
     }
 
+    /// The live buckets at `now`: (start time, [calls, failures, slow,
+    /// slow failures]) summed over stripes.
+    pub(crate) fn live(&self, now: Timestamp) -> Vec<(Timestamp, [u64; FIELDS])> {
+        let epoch = self.epoch(now);
+        let first = epoch.saturating_sub(self.buckets - 1);
+        (first..=epoch)
+            .filter_map(|e| {
+                let (lap, bucket) = self.lap_and_bucket(e);
+                let mut counts = [0u64; FIELDS];
+                for stripe in 0..self.stripes {
+                    for (field, c) in counts.iter_mut().enumerate() {
+                        let w = self.word(stripe, bucket, field).load(Ordering::Acquire);
+                        if lap_of(w) == lap & LAP_MASK {
+                            *c += w & COUNT_MASK;
+                        }
+                    }
+                }
+                (counts[0] > 0).then(|| (Timestamp::from_nanos(e * self.width), counts))
+            })
+            .collect()
+    }
+
+    /// Adds `counts` to the bucket holding `at`, if `at` is still inside
+    /// the window at `now`.
+    pub(crate) fn add_at(&self, at: Timestamp, counts: [u64; FIELDS], now: Timestamp) {
+        let epoch = self.epoch(at);
+        if epoch + self.buckets <= self.epoch(now) {
+            return;
+        }
+        let (lap, bucket) = self.lap_and_bucket(epoch);
+        let lap = lap & LAP_MASK;
+        for (field, n) in counts.into_iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let word = self.word(0, bucket, field);
+            let mut old = word.load(Ordering::Acquire);
+            loop {
+                let new = if lap_of(old) == lap {
+                    old + n
+                } else {
+                    (lap << COUNT_BITS) | n
+                };
+                match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        if lap_of(old) != lap {
+                            self.fold(0, field, old);
+                        }
+                        break;
+                    }
+                    Err(v) => old = v,
+                }
+            }
+        }
+    }
+
     /// Zeroes every word, folding what it held into the totals. Words that
     /// writers bump concurrently restart from zero: the reset wins or the
     /// write lands after it, and nothing is double counted.
@@ -236,7 +297,7 @@ impl TimeWindow {
         let mut sums = [0u64; FIELDS];
         for stripe in 0..self.stripes {
             for (field, sum) in sums.iter_mut().enumerate() {
-                *sum += self.folded[stripe].0[field].load(Ordering::Relaxed);
+                *sum += self.folded[stripe * FIELDS + field].load(Ordering::Relaxed);
                 for bucket in 0..self.buckets as usize {
                     *sum += self.word(stripe, bucket, field).load(Ordering::Relaxed) & COUNT_MASK;
                 }
@@ -251,7 +312,7 @@ impl TimeWindow {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.lines.len() * 64 + self.folded.len() * 64
+        self.lines.len() * 64 + self.folded.len() * 8
     }
 }
 

@@ -1,0 +1,337 @@
+//! Sweeps: the cartesian product of parameter values over the first
+//! `[[breaker]]`, run in parallel and ranked by [`score`](crate::score).
+//!
+//! # Grid
+//!
+//! Each `KEY=V1,V2,...` names a key of the breaker table, dotted for nested
+//! tables (`minimum_calls`, `window.size`, `half_open.successes`,
+//! `open_duration`), and its values. A value is read as a TOML value when
+//! it is one (`10`, `0.5`, `true`, `"5s"`, `{ initial = "1s", max = "30s" }`)
+//! and as a string otherwise (`5s`); values are split at commas outside
+//! quotes and braces. The product is taken in the order given, the first
+//! key outermost. Every point is built as a table, deserialised and
+//! validated by the library before anything runs, so a bad value fails the
+//! sweep at once, naming the key and the point.
+//!
+//! # Run
+//!
+//! One [`Plan`] serves every point; points run on rayon's pool (all cores),
+//! each summarised as soon as it finishes so memory stays flat. Results are
+//! ranked by score, ties kept in grid order, so the output is deterministic
+//! whatever the scheduling.
+
+pub mod output;
+
+use rayon::prelude::*;
+use tripline::CircuitBreakerConfig;
+
+use crate::engine::{self, Plan};
+use crate::report::Run;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::score::Score;
+
+/// The parameter grid of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    /// Keys in the order given, each with its values (as written, as TOML).
+    pub axes: Vec<(String, Vec<(String, toml::Value)>)>,
+}
+
+/// One configuration of the grid, ranked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepResult {
+    /// 1 = best.
+    pub rank: usize,
+    /// Position in the grid's product order.
+    pub index: usize,
+    /// `(key, value as written)`, in grid order.
+    pub params: Vec<(String, String)>,
+    /// The ranking score and its parts.
+    pub score: Score,
+    /// Closed→Open transitions.
+    pub trips: u64,
+    /// Healthy calls rejected.
+    pub collateral_rejected: u64,
+    /// All rejected calls.
+    pub rejected: u64,
+    /// All failed calls.
+    pub failed: u64,
+    /// The config's validation warnings.
+    pub warnings: Vec<String>,
+}
+
+/// A finished sweep, best first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The swept breaker's name.
+    pub breaker: String,
+    /// The grid's keys.
+    pub keys: Vec<String>,
+    /// Results by rank.
+    pub results: Vec<SweepResult>,
+}
+
+impl Grid {
+    /// Parses `KEY=V1,V2,...` specs (as given to `--grid`).
+    ///
+    /// ```
+    /// use tripline_sim::Grid;
+    ///
+    /// let grid = Grid::parse(&["minimum_calls=5,10".into(), "open_duration=2s,5s,10s".into()]).unwrap();
+    /// assert_eq!(grid.len(), 6);
+    /// assert!(Grid::parse(&["minimum_calls".into()]).is_err());
+    /// ```
+    pub fn parse(specs: &[String]) -> Result<Grid, String> {
+        let mut axes: Vec<(String, Vec<(String, toml::Value)>)> = Vec::new();
+        for spec in specs {
+            let Some((key, values)) = spec.split_once('=') else {
+                return Err(format!("--grid {spec:?}: expected KEY=V1,V2,..."));
+            };
+            let key = key.trim();
+            let valid = |p: &str| {
+                !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            };
+            if !key.split('.').all(valid) {
+                return Err(format!("--grid {spec:?}: {key:?} is not a (dotted) key"));
+            }
+            if axes.iter().any(|(k, _)| k == key) {
+                return Err(format!("--grid {spec:?}: key `{key}` is given twice"));
+            }
+            let values: Vec<(String, toml::Value)> = split_values(values)
+                .into_iter()
+                .map(|v| (v.clone(), parse_value(&v)))
+                .collect();
+            if values.iter().any(|(v, _)| v.is_empty()) {
+                return Err(format!("--grid {spec:?}: empty value"));
+            }
+            axes.push((key.to_owned(), values));
+        }
+        if axes.is_empty() {
+            return Err("a sweep needs at least one --grid KEY=V1,V2,...".to_owned());
+        }
+        Ok(Grid { axes })
+    }
+
+    /// Points in the product: `Π values`.
+    pub fn len(&self) -> usize {
+        self.axes.iter().map(|(_, v)| v.len()).product()
+    }
+
+    /// Whether the grid has no point (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value indices of point `i`, first key outermost.
+    fn point(&self, mut i: usize) -> Vec<usize> {
+        let mut idx = vec![0; self.axes.len()];
+        for (a, (_, values)) in self.axes.iter().enumerate().rev() {
+            idx[a] = i % values.len();
+            i /= values.len();
+        }
+        idx
+    }
+}
+
+/// Splits at commas outside quotes, braces and brackets.
+fn split_values(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth, mut quote) = (Vec::new(), String::new(), 0i32, None);
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '{' | '[') => depth += 1,
+            (None, '}' | ']') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                out.push(cur.trim().to_owned());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur.trim().to_owned());
+    out
+}
+
+fn parse_value(v: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {v}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(v.to_owned()))
+}
+
+/// Sets the dotted `key` of `table` to `value`, creating tables on the way.
+fn set(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap_or(key);
+    let mut t = table;
+    for p in parts {
+        let entry = t
+            .entry(p.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{p}` is not a table, so `{key}` cannot be set"))?;
+    }
+    t.insert(last.to_owned(), value);
+    Ok(())
+}
+
+impl Sweep {
+    /// Builds and validates every point of `grid` over the first breaker of
+    /// `scenario`, runs them in parallel (calling `progress` after each) and
+    /// ranks them.
+    ///
+    /// ```
+    /// use tripline_sim::{Grid, Scenario, Sweep};
+    ///
+    /// let scenario = Scenario::from_toml("doc.toml", r#"
+    ///     duration = "30s"
+    ///     [traffic]
+    ///     rate = 10.0
+    ///     [[fault]]
+    ///     name = "down"
+    ///     start = "10s"
+    ///     end = "20s"
+    ///     [[breaker]]
+    ///     name = "b"
+    ///     window = { kind = "count", size = 20 }
+    /// "#).unwrap();
+    /// let grid = Grid::parse(&["failure_rate_threshold=0.8,0.2".into()]).unwrap();
+    /// let sweep = Sweep::run(&scenario, &grid, &|| {}).unwrap();
+    /// // 4 failures in 20 trip at 20 %, 16 at 80 %: the lower threshold
+    /// // detects sooner and, with nothing to trip on by mistake, ranks first.
+    /// assert_eq!(sweep.results[0].params, [("failure_rate_threshold".to_owned(), "0.2".to_owned())]);
+    /// assert!(sweep.results[0].score.detection < sweep.results[1].score.detection);
+    /// ```
+    pub fn run(
+        scenario: &Scenario,
+        grid: &Grid,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<Sweep, ScenarioError> {
+        let base = scenario.breakers.first().ok_or_else(|| ScenarioError {
+            file: scenario.file.clone(),
+            position: None,
+            table: None,
+            field: Some("breaker".into()),
+            message: "a sweep needs a [[breaker]] table".into(),
+        })?;
+        let label = format!("[[breaker]] #1 {:?}", base.config.name);
+        let mut points = Vec::with_capacity(grid.len());
+        for i in 0..grid.len() {
+            let idx = grid.point(i);
+            let mut table = base.table.clone();
+            let mut params = Vec::with_capacity(idx.len());
+            for (a, &v) in idx.iter().enumerate() {
+                let (key, values) = &grid.axes[a];
+                params.push((key.clone(), values[v].0.clone()));
+                set(&mut table, key, values[v].1.clone()).map_err(|m| ScenarioError {
+                    file: scenario.file.clone(),
+                    position: None,
+                    table: Some(label.clone()),
+                    field: Some(key.clone()),
+                    message: format!("--grid: {m}"),
+                })?;
+            }
+            let shown: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let err = |field: String, m: String| ScenarioError {
+                file: scenario.file.clone(),
+                position: None,
+                table: Some(label.clone()),
+                field: Some(field),
+                message: format!("--grid point {}: {m}", shown.join(" ")),
+            };
+            let mut config: CircuitBreakerConfig =
+                toml::Value::Table(table)
+                    .try_into()
+                    .map_err(|e: toml::de::Error| {
+                        let keys: Vec<&str> = grid.axes.iter().map(|(k, _)| k.as_str()).collect();
+                        let field = crate::error::named_field(e.message())
+                            .map_or_else(|| keys.join(", "), str::to_owned);
+                        err(field, e.message().to_owned())
+                    })?;
+            config.name = base.config.name.clone();
+            let warnings = config
+                .validate()
+                .map_err(|e| err(e.field.clone(), e.constraint))?;
+            points.push((i, params, config, warnings));
+        }
+        let plan = Plan::new(scenario);
+        let mut results = points
+            .into_par_iter()
+            .map(|(index, params, config, warnings)| {
+                let trace = engine::run(scenario, &plan, &config);
+                progress();
+                let run = Run::new(
+                    scenario,
+                    &plan,
+                    &config.name,
+                    trace.map_err(|e| err_of(scenario, &e))?,
+                );
+                Ok(SweepResult {
+                    rank: 0,
+                    index,
+                    params,
+                    trips: run.trips(),
+                    score: run.score,
+                    collateral_rejected: run.collateral_rejected,
+                    rejected: run.totals.rejected,
+                    failed: run.totals.failed,
+                    warnings: warnings.iter().map(ToString::to_string).collect(),
+                })
+            })
+            .collect::<Result<Vec<_>, ScenarioError>>()?;
+        results.sort_by(|a, b| {
+            a.score
+                .value
+                .total_cmp(&b.score.value)
+                .then(a.index.cmp(&b.index))
+        });
+        for (r, res) in results.iter_mut().enumerate() {
+            res.rank = r + 1;
+        }
+        Ok(Sweep {
+            scenario: scenario.name.clone(),
+            breaker: base.config.name.clone(),
+            keys: grid.axes.iter().map(|(k, _)| k.clone()).collect(),
+            results,
+        })
+    }
+}
+
+fn err_of(scenario: &Scenario, e: &tripline::ConfigError) -> ScenarioError {
+    ScenarioError {
+        file: scenario.file.clone(),
+        position: None,
+        table: Some("[[breaker]] #1".into()),
+        field: Some(e.field.clone()),
+        message: e.constraint.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_split_outside_braces_and_parse_as_toml() {
+        let g = Grid::parse(&[
+            "minimum_calls=5, 10".into(),
+            r#"open_duration=5s,{ initial = "1s", max = "8s" }"#.into(),
+        ])
+        .expect("valid grid");
+        assert_eq!(g.len(), 4);
+        assert_eq!(g.axes[0].1[1].1, toml::Value::Integer(10));
+        assert_eq!(g.axes[1].1[0].1, toml::Value::String("5s".into()));
+        assert!(g.axes[1].1[1].1.is_table());
+        assert_eq!(g.point(3), [1, 1]);
+        assert_eq!(g.point(1), [0, 1]);
+        assert!(Grid::parse(&["x".into()]).is_err());
+        assert!(Grid::parse(&["a b=1".into()]).is_err());
+    }
+}

@@ -1,0 +1,252 @@
+//! A sweep as text, JSON, CSV and an SVG trade-off chart.
+//!
+//! JSON (`schema_version` 1):
+//!
+//! ```text
+//! { "schema_version": 1, "scenario": str, "breaker": str, "grid": [key],
+//!   "score": "<formula>",
+//!   "results": [ { "rank", "params": { key: value-as-written },
+//!                  "score", "detection", "missed", "false_trips",
+//!                  "collateral", "collateral_rejected", "trips",
+//!                  "rejected", "failed", "warnings": [str] } ] }
+//! ```
+//!
+//! CSV: one header row `rank,score,detection,missed,false_trips,
+//! collateral_rejected,trips,rejected,failed,<grid keys…>`, then one row per
+//! result by rank; fields holding commas or quotes are quoted (RFC 4180).
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::{Sweep, SweepResult};
+use crate::report::text::{fmt_secs, table};
+use crate::svg::{Anchor, Svg, tick_label, tick_step};
+
+/// The score formula, as printed in every output.
+pub const SCORE_FORMULA: &str =
+    "detection + 5s × false_trips + collateral_rejected ÷ (rate × replicas); lower is better";
+
+/// Rows listed by the text output; CSV and JSON have all of them.
+pub const TEXT_ROWS: usize = 25;
+
+fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+/// Ranked table of the best results.
+pub fn text(s: &Sweep) -> String {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "sweep of breaker {:?} on {:?}: {} configs\nscore = {SCORE_FORMULA}\n",
+        s.breaker,
+        s.scenario,
+        s.results.len()
+    )
+    .ok();
+    let mut headers = vec![
+        "rank",
+        "score",
+        "detection",
+        "missed",
+        "false trips",
+        "collateral",
+        "trips",
+        "rejected",
+        "failed",
+    ];
+    headers.extend(s.keys.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = s
+        .results
+        .iter()
+        .take(TEXT_ROWS)
+        .map(|r| {
+            let mut row = vec![
+                r.rank.to_string(),
+                format!("{:.1}", r.score.value),
+                fmt_secs(r.score.detection),
+                r.score.missed.to_string(),
+                r.score.false_trips.to_string(),
+                r.collateral_rejected.to_string(),
+                r.trips.to_string(),
+                r.rejected.to_string(),
+                r.failed.to_string(),
+            ];
+            row.extend(r.params.iter().map(|(_, v)| v.clone()));
+            row
+        })
+        .collect();
+    out.push_str(&table(&headers, &rows));
+    let more = s.results.len().saturating_sub(TEXT_ROWS);
+    if more > 0 {
+        writeln!(out, "… and {more} more (all are in --format csv or json)").ok();
+    }
+    out
+}
+
+fn result_json(r: &SweepResult) -> Value {
+    let params: Map<String, Value> = r
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "rank": r.rank,
+        "params": params,
+        "score": r.score.value,
+        "detection": r.score.detection,
+        "missed": r.score.missed,
+        "false_trips": r.score.false_trips,
+        "collateral": r.score.collateral,
+        "collateral_rejected": r.collateral_rejected,
+        "trips": r.trips,
+        "rejected": r.rejected,
+        "failed": r.failed,
+        "warnings": r.warnings,
+    })
+}
+
+/// The sweep as pretty JSON.
+pub fn json(s: &Sweep) -> String {
+    let v = json!({
+        "schema_version": crate::report::SCHEMA_VERSION,
+        "scenario": s.scenario,
+        "breaker": s.breaker,
+        "grid": s.keys,
+        "score": SCORE_FORMULA,
+        "results": s.results.iter().map(result_json).collect::<Vec<_>>(),
+    });
+    let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The sweep as CSV, one row per result by rank.
+pub fn csv(s: &Sweep) -> String {
+    let mut out = String::from(
+        "rank,score,detection,missed,false_trips,collateral_rejected,trips,rejected,failed",
+    );
+    for k in &s.keys {
+        out.push(',');
+        out.push_str(&csv_field(k));
+    }
+    out.push('\n');
+    for r in &s.results {
+        write!(
+            out,
+            "{},{},{},{},{},{},{},{},{}",
+            r.rank,
+            f3(r.score.value),
+            f3(r.score.detection),
+            r.score.missed,
+            r.score.false_trips,
+            r.collateral_rejected,
+            r.trips,
+            r.rejected,
+            r.failed
+        )
+        .ok();
+        for (_, v) in &r.params {
+            out.push(',');
+            out.push_str(&csv_field(v));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Two scatter plots of detection delay against false trips and against
+/// collateral rejections: the trade-off of seed 001 §7. The ten best are
+/// blue, the best is labelled; hover shows each point's parameters.
+pub fn chart(s: &Sweep) -> String {
+    let (w, h, pw, ph) = (960.0, 420.0, 380.0, 300.0);
+    let mut svg = Svg::new(w, h, &format!("tripline sweep: {}", s.scenario));
+    let title = format!(
+        "{} — breaker {:?}, {} configs",
+        s.scenario,
+        s.breaker,
+        s.results.len()
+    );
+    svg.text(60.0, 22.0, Anchor::Start, 14, &title);
+    let max_x = s
+        .results
+        .iter()
+        .map(|r| r.score.detection)
+        .fold(0.0, f64::max)
+        .max(1.0);
+    type Axis = fn(&SweepResult) -> f64;
+    let panels: [(&str, Axis); 2] = [
+        ("false trips", |r| r.score.false_trips as f64),
+        ("collateral rejections (healthy calls)", |r| {
+            r.collateral_rejected as f64
+        }),
+    ];
+    for (p, (label, y_of)) in panels.iter().enumerate() {
+        let (x0, y0) = (70.0 + p as f64 * (pw + 90.0), 50.0);
+        let max_y = s.results.iter().map(y_of).fold(0.0, f64::max).max(1.0);
+        let sx = |v: f64| x0 + pw * v / max_x;
+        let sy = |v: f64| y0 + ph - ph * v / max_y;
+        svg.line(x0, y0 + ph, x0 + pw, y0 + ph, "#444444");
+        svg.line(x0, y0, x0, y0 + ph, "#444444");
+        let xs = tick_step(max_x, 6.0);
+        let mut t = 0.0;
+        while t <= max_x + 1e-9 {
+            svg.line(sx(t), y0 + ph, sx(t), y0 + ph + 4.0, "#444444");
+            svg.text(
+                sx(t),
+                y0 + ph + 15.0,
+                Anchor::Middle,
+                10,
+                &format!("{}s", tick_label(t)),
+            );
+            t += xs;
+        }
+        let ys = tick_step(max_y, 6.0).max(1.0); // counts: whole ticks
+        let mut t = 0.0;
+        while t <= max_y + 1e-9 {
+            svg.line(x0 - 4.0, sy(t), x0, sy(t), "#444444");
+            svg.text(x0 - 6.0, sy(t) + 3.0, Anchor::End, 10, &tick_label(t));
+            t += ys;
+        }
+        svg.text(
+            x0 + pw / 2.0,
+            y0 + ph + 32.0,
+            Anchor::Middle,
+            11,
+            "detection delay (Σ, misses at full length)",
+        );
+        svg.text(x0, y0 - 8.0, Anchor::Start, 11, label);
+        for r in s.results.iter().rev() {
+            let color = if r.rank <= 10 { "#1e88e5" } else { "#9e9e9e" };
+            let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let tip = format!(
+                "#{} score {:.1}: {}",
+                r.rank,
+                r.score.value,
+                params.join(" ")
+            );
+            svg.circle(sx(r.score.detection), sy(y_of(r)), 3.5, color, &tip);
+        }
+        if let Some(best) = s.results.first() {
+            let (bx, by) = (sx(best.score.detection), sy(y_of(best)));
+            svg.text(bx + 6.0, by - 6.0, Anchor::Start, 10, "best");
+        }
+    }
+    svg.text(
+        60.0,
+        h - 12.0,
+        Anchor::Start,
+        10,
+        &format!("blue: the ten best by score = {SCORE_FORMULA}"),
+    );
+    svg.finish()
+}

@@ -1,0 +1,152 @@
+//! Live reconfiguration and state snapshots (seed 001 §7.3.1).
+//!
+//! A reconfiguration validates first and changes nothing if the config is
+//! refused, so the last good config stays. It swaps the settings pointer,
+//! keeps the breaker's state, and moves the window's live contents into a
+//! new window when the window's shape changed ("what still fits"). Warm-up
+//! restarts, which gives the optional quiet period after a change.
+
+use std::time::{Duration, SystemTime};
+
+use super::super::config::{CircuitBreakerConfig, ConfigError, ConfigWarning};
+use super::super::event::{EventKind, Reason};
+use super::super::state::State;
+use super::super::stripe;
+use super::super::window::{Window, WindowSnapshot};
+use super::settings::Settings;
+use super::{Inner, OpenUntil};
+use crate::clock::{Clock, Timestamp, duration_until_system_time, system_time_after};
+use crate::sync::{Ordering, lock};
+
+/// A breaker's state, as data to keep across a process restart.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct Snapshot {
+    /// The breaker's name.
+    pub name: String,
+    /// Its state. A half-open breaker is restored as open with its deadline
+    /// passed: the probe round starts afresh.
+    pub state: State,
+    /// The live window.
+    pub window: WindowSnapshot,
+    /// When an open state ends, on the wall clock (so it survives the
+    /// process and its monotonic clock).
+    pub open_until: Option<SystemTime>,
+    /// Consecutive failed probe rounds (the backoff step).
+    pub backoff_round: u64,
+    /// The config version at the time of the snapshot.
+    pub config_version: u64,
+    /// The learned slow-call threshold, if one was learned.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option", default))]
+    pub learned_slow_call: Option<Duration>,
+}
+
+impl Inner {
+    pub(crate) fn reconfigure(
+        &self,
+        config: CircuitBreakerConfig,
+    ) -> Result<Vec<ConfigWarning>, ConfigError> {
+        let warnings = config.validate()?;
+        if *config.name != *self.name {
+            return Err(ConfigError::new(
+                "name",
+                format!(
+                    "cannot change on a live breaker (it keys events and metrics): {:?} → {:?}",
+                    self.name, config.name
+                ),
+            ));
+        }
+        let _serial = lock(&self.reconfiguring);
+        let now = self.clock.now();
+        let (old, version) = self.settings.with(|s| (s.config.clone(), s.version + 1));
+        if old.window != config.window {
+            let fresh = Window::new(&config.window, stripe::stripes());
+            fresh.absorb(self.window(), now);
+            let depth = self.window_depth.load(Ordering::Acquire);
+            self.windows.push(depth, fresh);
+            self.window_depth.store(depth + 1, Ordering::Release);
+        }
+        let half_open_changed = old.half_open != config.half_open;
+        self.settings.store(Settings::new(config.clone(), version));
+        self.apply_slow_threshold();
+        self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
+        let seq = self.events.reserve();
+        self.events.publish(
+            seq,
+            self.event(
+                now,
+                EventKind::ConfigChanged {
+                    version,
+                    old: Box::new(old),
+                    new: Box::new(config),
+                    warnings: warnings.iter().map(ToString::to_string).collect(),
+                },
+            ),
+        );
+        if half_open_changed {
+            // A round under the old policy cannot be judged by the new one:
+            // start a fresh round.
+            let w = self.word();
+            if w.state() == State::HalfOpen {
+                self.enter_half_open_from_half_open(w, now);
+            }
+        }
+        Ok(warnings)
+    }
+
+    fn enter_half_open_from_half_open(&self, w: super::super::state::Word, now: Timestamp) {
+        self.enter_half_open_because(w, now, Reason::Forced, false);
+    }
+
+    pub(crate) fn config_version(&self) -> u64 {
+        self.settings.with(|s| s.version)
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let w = self.word();
+        let now = self.clock.now();
+        let open_until = self
+            .open_until()
+            .map(|t| system_time_after(t.saturating_duration_since(now)));
+        Snapshot {
+            name: self.name.to_string(),
+            state: w.state(),
+            window: self.window().snapshot(now),
+            open_until,
+            backoff_round: self.open_round(),
+            config_version: self.config_version(),
+            learned_slow_call: self.baseline.get().and_then(|b| b.learned()),
+        }
+    }
+
+    /// Puts a fresh breaker into the state `snap` describes.
+    pub(crate) fn restore(&self, snap: &Snapshot) {
+        let now = self.clock.now();
+        self.window().preload(&snap.window, now);
+        self.open_round.store(snap.backoff_round, Ordering::Relaxed);
+        if let (Some(d), Some(b)) = (snap.learned_slow_call, self.baseline.get()) {
+            b.restore(d);
+            self.apply_slow_threshold();
+        }
+        match snap.state {
+            State::Closed => {}
+            State::Open | State::HalfOpen => {
+                let left = snap
+                    .open_until
+                    .map_or(Duration::ZERO, duration_until_system_time);
+                let w = self.word();
+                let snapshot = self.window().snapshot(now);
+                self.transition_to_open(
+                    w,
+                    State::Open,
+                    Reason::Forced,
+                    snapshot,
+                    OpenUntil::At(now + left),
+                    now,
+                );
+            }
+            other => self.force(other, None),
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Recording outcomes and the trip decision.
+
+use super::super::baseline::Period;
+use super::super::event::Reason;
+use super::super::half_open::{Decision, Rules, Verdict};
+use super::super::state::{State, Word};
+use super::super::stripe::Counter;
+use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
+use super::settings::Effective;
+use super::{Admission, Inner, NEVER, OpenUntil};
+use crate::classify::Outcome;
+use crate::clock::{Clock, Timestamp};
+use crate::sync::Ordering;
+
+/// Set in `slow_nanos` while a baseline is learning: successes feed it.
+pub(crate) const LEARN_BIT: u64 = 1;
+
+const PENDING_CLOSE: u64 = 1;
+const PENDING_REOPEN: u64 = 2;
+
+impl Inner {
+    /// Records a finished call admitted as `admission` in `generation`.
+    #[inline(always)]
+    pub(crate) fn record(
+        &self,
+        admission: Admission,
+        generation: u64,
+        outcome: Outcome,
+        elapsed_nanos: u64,
+    ) {
+        let slow_word = self.slow_nanos.load(Ordering::Relaxed);
+        let slow = if elapsed_nanos >= slow_word { SLOW } else { 0 };
+        match (admission, outcome) {
+            (Admission::Free, Outcome::Success) => {
+                if slow_word & LEARN_BIT != 0 && slow == 0 {
+                    self.learn(generation, elapsed_nanos);
+                }
+                self.record_free(generation, slow)
+            }
+            (Admission::Free, Outcome::Failure) => self.record_free(generation, FAILURE | slow),
+            _ => self.record_other(admission, generation, outcome, elapsed_nanos, slow_word),
+        }
+    }
+
+    #[cold]
+    fn record_other(
+        &self,
+        admission: Admission,
+        generation: u64,
+        outcome: Outcome,
+        elapsed_nanos: u64,
+        slow_word: u64,
+    ) {
+        // Half-open relaxes the slow threshold by `slow_probe_factor`: a
+        // recovering dependency is often slow before it is fast again
+        // (seed 001 §4.3.1), but a probe far slower than that is a failure.
+        let slow_probe = slow_word != NEVER
+            && (elapsed_nanos as f64)
+                >= (slow_word & !LEARN_BIT) as f64
+                    * self.with_settings(|s| s.config.slow_probe_factor);
+        let outcome = match outcome {
+            Outcome::Success if slow_probe && admission == Admission::Probe => Outcome::Failure,
+            other => other,
+        };
+        let verdict = match outcome {
+            Outcome::Ignored => {
+                self.counters.add(Counter::Ignored, 1);
+                Verdict::Neutral
+            }
+            Outcome::Success => {
+                self.counters.add(Counter::ProbeSuccess, 1);
+                Verdict::Success
+            }
+            Outcome::Failure => {
+                self.counters.add(Counter::ProbeFailure, 1);
+                Verdict::Failure
+            }
+        };
+        if admission == Admission::Probe {
+            self.settle_probe(generation, verdict);
+        }
+    }
+
+    #[inline(always)]
+    fn record_free(&self, generation: u64, bits: u8) {
+        let w = self.word();
+        if w.generation() != generation {
+            return self.record_late(bits);
+        }
+        match self.window() {
+            Window::Count(c) => {
+                c.record(bits);
+                if bits != 0 || c.has_bad_calls() {
+                    self.evaluate(w, self.clock.now());
+                }
+            }
+            Window::Time(t) => {
+                let now = self.clock.now();
+                let epoch = t.current_epoch(now);
+                t.record(bits, epoch);
+                if bits != 0 || t.success_may_trip(epoch) {
+                    self.evaluate(w, now);
+                }
+            }
+        }
+    }
+
+    /// An outcome admitted under a state that no longer holds: counted,
+    /// but it must not move the new state.
+    #[cold]
+    fn record_late(&self, bits: u8) {
+        let late = if bits & FAILURE != 0 {
+            Counter::LateFailure
+        } else {
+            Counter::LateSuccess
+        };
+        self.counters.add(late, 1);
+    }
+
+    /// Feeds a healthy latency to the baseline and, once per window,
+    /// lets it move the slow-call threshold.
+    #[cold]
+    fn learn(&self, generation: u64, nanos: u64) {
+        let w = self.word();
+        if w.state() != State::Closed || w.generation() != generation {
+            return;
+        }
+        let Some(baseline) = self.baseline.get() else {
+            return;
+        };
+        let samples = baseline.sample(nanos);
+        let period = match self.window() {
+            Window::Count(c) => Period::Samples(c.size()),
+            // Reading the clock only every 64 samples keeps learning cheap.
+            Window::Time(t) if samples % 64 == 0 => Period::Time(t.length_nanos()),
+            Window::Time(_) => return,
+        };
+        let now = self.clock.now();
+        if !baseline.period_over(now.as_nanos(), samples, period) {
+            return;
+        }
+        let snap = self.window().snapshot(now);
+        let eff = self.effective(now);
+        // Healthy: both rates below half their thresholds.
+        let healthy = snap.failures * 2_000_000 < eff.failure_ppm * snap.calls.max(1)
+            && snap.slow * 2_000_000 < eff.slow_ppm * snap.calls.max(1);
+        let Some(config) = self.with_settings(|s| s.config.slow_call) else {
+            return;
+        };
+        if let Some(next) = baseline.update(&config, healthy, now.as_nanos()) {
+            self.slow_nanos.store(next | LEARN_BIT, Ordering::Relaxed);
+        }
+    }
+
+    /// The thresholds in force at `now`.
+    pub(crate) fn effective(&self, now: Timestamp) -> Effective {
+        let recovered = self.recovered_at.load(Ordering::Relaxed);
+        let warm = self.warm_start.load(Ordering::Relaxed);
+        self.settings.with(|s| {
+            s.effective(
+                now.as_nanos(),
+                warm,
+                (recovered != NEVER).then_some(recovered),
+            )
+        })
+    }
+
+    /// The trip decision: `calls ≥ minimum_calls` and either rate at or
+    /// above its threshold, in exact integer arithmetic; suppressed during
+    /// a `no_trip` warm-up and before `min_state_duration` has passed.
+    #[cold]
+    fn evaluate(&self, w: Word, now: Timestamp) {
+        if w.state() == State::Disabled {
+            return;
+        }
+        let window = self.window();
+        let snap = window.snapshot(now);
+        let eff = self.effective(now);
+        let slow_on = self.times_calls();
+        let reason = trip_reason(&snap, &eff, slow_on);
+        let min_state = self.with_settings(|s| s.min_state_nanos());
+        let held = !eff.may_trip || (now - self.entered_at()).as_nanos() < u128::from(min_state);
+        // Keep re-evaluating on successes while a trip is held back or the
+        // sample is still filling with bad calls in it.
+        let pending =
+            (reason.is_some() && held) || (snap.has_bad_calls() && snap.calls < eff.minimum_calls);
+        window.evaluated(now, pending);
+        let Some(reason) = reason else {
+            return;
+        };
+        if held {
+            return;
+        }
+        match w.state() {
+            State::Closed => {
+                self.transition_to_open(w, State::Open, reason, snap, OpenUntil::Scheduled, now);
+            }
+            State::MetricsOnly => self.would_trip(w, reason, snap, now),
+            _ => {}
+        }
+    }
+
+    pub(crate) fn settle_probe(&self, generation: u64, verdict: Verdict) {
+        let decision = self.settings.with(|s| match &s.rules {
+            Rules::Quota(q) => self.half_open.settle(*q, generation, verdict),
+            Rules::Ramp(r) => self.ramp.settle(r, generation, verdict),
+        });
+        if decision == Decision::Undecided {
+            return;
+        }
+        let w = self.word();
+        if w.state() == State::HalfOpen && w.generation() == generation && !w.is_busy() {
+            self.decide_round(w, decision, self.clock.now());
+        }
+    }
+
+    /// Applies a half-open round's decision, or parks it until
+    /// `min_state_duration` has passed.
+    pub(crate) fn decide_round(&self, w: Word, decision: Decision, now: Timestamp) {
+        let min_state = self.with_settings(|s| s.min_state_nanos());
+        if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
+            let code = match decision {
+                Decision::Close => PENDING_CLOSE,
+                _ => PENDING_REOPEN,
+            };
+            self.pending
+                .store((w.generation() << 2) | code, Ordering::Release);
+            return;
+        }
+        let snap = self.round_snapshot(w.generation());
+        match decision {
+            Decision::Close => {
+                self.transition_to_free(w, State::Closed, Reason::ProbesSucceeded, snap);
+            }
+            Decision::Reopen => {
+                self.transition_to_open(
+                    w,
+                    State::Open,
+                    Reason::ProbeFailed,
+                    snap,
+                    OpenUntil::Scheduled,
+                    now,
+                );
+            }
+            Decision::Undecided => {}
+        }
+    }
+
+    /// Applies a parked decision of this half-open round once its time has
+    /// come; returns whether it did.
+    pub(crate) fn apply_due_pending(&self, w: Word, now: Timestamp) -> bool {
+        let p = self.pending.load(Ordering::Acquire);
+        if p == 0 || p >> 2 != w.generation() {
+            return false;
+        }
+        let min_state = self.with_settings(|s| s.min_state_nanos());
+        if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
+            return false;
+        }
+        let decision = if p & 3 == PENDING_CLOSE {
+            Decision::Close
+        } else {
+            Decision::Reopen
+        };
+        self.decide_round(w, decision, now);
+        true
+    }
+
+    /// The probe round as a window snapshot, for events.
+    pub(crate) fn round_snapshot(&self, generation: u64) -> WindowSnapshot {
+        let (successes, failures) = self.settings.with(|s| match &s.rules {
+            Rules::Quota(_) => {
+                let r = self.half_open.round(generation);
+                (r.successes, r.failures)
+            }
+            Rules::Ramp(_) => {
+                let step = self.ramp.step(generation);
+                (step.successes, step.failures)
+            }
+        });
+        WindowSnapshot {
+            calls: successes + failures,
+            failures,
+            ..WindowSnapshot::default()
+        }
+    }
+}
+
+/// Why `snap` trips under `eff`, if it does.
+pub(crate) fn trip_reason(snap: &WindowSnapshot, eff: &Effective, slow_on: bool) -> Option<Reason> {
+    if snap.calls == 0 || snap.calls < eff.minimum_calls {
+        return None;
+    }
+    if snap.failures * 1_000_000 >= eff.failure_ppm * snap.calls {
+        Some(Reason::FailureRate)
+    } else if slow_on && snap.slow * 1_000_000 >= eff.slow_ppm * snap.calls {
+        Some(Reason::SlowCallRate)
+    } else {
+        None
+    }
+}

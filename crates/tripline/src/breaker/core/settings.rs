@@ -1,0 +1,193 @@
+//! The config a breaker runs with, precomputed for its decisions, and the
+//! cell that lets a reconfiguration replace it while calls read it.
+//!
+//! Only the closed hot path's one tunable (the slow-call threshold) lives in
+//! its own atomic; everything else is read on slow paths (evaluation,
+//! half-open, transitions) through an `ArcSwap`, so a reconfiguration swaps
+//! one pointer and no reader ever sees half a config.
+
+use super::super::config::{CircuitBreakerConfig, WarmUpMode};
+use super::super::half_open::Rules;
+use crate::clock::duration_to_nanos;
+
+/// A validated config and the policy rules derived from it; everything
+/// else is computed from the config on the (cold) paths that need it, which
+/// keeps a breaker small.
+pub(crate) struct Settings {
+    pub(crate) config: CircuitBreakerConfig,
+    pub(crate) version: u64,
+    pub(crate) rules: Rules,
+}
+
+pub(crate) fn ppm(rate: f64) -> u64 {
+    (rate * 1e6).round() as u64
+}
+
+/// The thresholds in force at one moment (after warm-up and cooldown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Effective {
+    pub(crate) minimum_calls: u64,
+    pub(crate) failure_ppm: u64,
+    pub(crate) slow_ppm: u64,
+    /// False during a `no_trip` warm-up.
+    pub(crate) may_trip: bool,
+}
+
+impl Settings {
+    pub(crate) fn new(config: CircuitBreakerConfig, version: u64) -> Self {
+        Settings {
+            version,
+            rules: Rules::new(&config.half_open),
+            config,
+        }
+    }
+
+    /// `min_state_duration` in nanoseconds, 0 when off.
+    pub(crate) fn min_state_nanos(&self) -> u64 {
+        self.config.min_state_duration.map_or(0, duration_to_nanos)
+    }
+
+    /// The thresholds at `now`, given when warm-up started and when the
+    /// breaker last recovered (if it is in its cooldown).
+    pub(crate) fn effective(
+        &self,
+        now: u64,
+        warm_start: u64,
+        recovered_at: Option<u64>,
+    ) -> Effective {
+        let c = &self.config;
+        let mut e = Effective {
+            minimum_calls: u64::from(c.minimum_calls),
+            failure_ppm: ppm(c.failure_rate_threshold),
+            slow_ppm: ppm(c.slow_call_rate_threshold),
+            may_trip: true,
+        };
+        if let (Some(cooldown), Some(since)) = (c.cooldown, recovered_at)
+            && now.saturating_sub(since) < duration_to_nanos(cooldown.duration)
+        {
+            e.failure_ppm = e.failure_ppm.min(ppm(cooldown.failure_rate_threshold));
+        }
+        if let Some(warm_up) = c.warm_up {
+            let length = duration_to_nanos(warm_up.duration);
+            let elapsed = now.saturating_sub(warm_start);
+            if elapsed < length {
+                match warm_up.mode {
+                    WarmUpMode::NoTrip => e.may_trip = false,
+                    WarmUpMode::Relaxed => {
+                        // Linear from 100% at the start to the configured
+                        // threshold at the end.
+                        let left = (length - elapsed) as u128;
+                        let relax = |t: u64| {
+                            t + ((1_000_000 - t.min(1_000_000)) as u128 * left / length as u128)
+                                as u64
+                        };
+                        e.failure_ppm = relax(e.failure_ppm);
+                        e.slow_ppm = relax(e.slow_ppm);
+                    }
+                }
+            }
+        }
+        e
+    }
+}
+
+/// Holds the current [`Settings`]; readers never block a reconfiguration
+/// and never see a torn one.
+pub(crate) struct SettingsCell {
+    #[cfg(not(loom))]
+    current: arc_swap::ArcSwap<Settings>,
+    #[cfg(loom)]
+    current: crate::sync::Mutex<std::sync::Arc<Settings>>,
+}
+
+impl SettingsCell {
+    pub(crate) fn new(settings: Settings) -> Self {
+        SettingsCell {
+            #[cfg(not(loom))]
+            current: arc_swap::ArcSwap::from_pointee(settings),
+            #[cfg(loom)]
+            current: crate::sync::Mutex::new(std::sync::Arc::new(settings)),
+        }
+    }
+
+    /// Runs `f` on the current settings.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
+        #[cfg(not(loom))]
+        {
+            f(&self.current.load())
+        }
+        #[cfg(loom)]
+        {
+            let s = crate::sync::lock(&self.current).clone();
+            f(&s)
+        }
+    }
+
+    pub(crate) fn store(&self, settings: Settings) {
+        #[cfg(not(loom))]
+        self.current.store(std::sync::Arc::new(settings));
+        #[cfg(loom)]
+        {
+            *crate::sync::lock(&self.current) = std::sync::Arc::new(settings);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaker::config::{Cooldown, WarmUp};
+    use std::time::Duration;
+
+    fn settings(warm_up: Option<WarmUp>, cooldown: Option<Cooldown>) -> Settings {
+        Settings::new(
+            CircuitBreakerConfig {
+                failure_rate_threshold: 0.5,
+                slow_call_rate_threshold: 0.8,
+                warm_up,
+                cooldown,
+                ..Default::default()
+            },
+            0,
+        )
+    }
+
+    #[test]
+    fn relaxed_warm_up_tightens_linearly() {
+        let s = settings(
+            Some(WarmUp {
+                duration: Duration::from_nanos(100),
+                mode: WarmUpMode::Relaxed,
+            }),
+            None,
+        );
+        assert_eq!(s.effective(0, 0, None).failure_ppm, 1_000_000);
+        assert_eq!(s.effective(50, 0, None).failure_ppm, 750_000);
+        assert_eq!(s.effective(50, 0, None).slow_ppm, 900_000);
+        assert_eq!(s.effective(100, 0, None).failure_ppm, 500_000);
+        let no_trip = settings(
+            Some(WarmUp {
+                duration: Duration::from_nanos(100),
+                mode: WarmUpMode::NoTrip,
+            }),
+            None,
+        );
+        assert!(!no_trip.effective(99, 0, None).may_trip);
+        assert!(no_trip.effective(100, 0, None).may_trip);
+    }
+
+    #[test]
+    fn cooldown_is_stricter_for_its_duration_only() {
+        let s = settings(
+            None,
+            Some(Cooldown {
+                duration: Duration::from_nanos(10),
+                failure_rate_threshold: 0.3,
+            }),
+        );
+        assert_eq!(s.effective(105, 0, Some(100)).failure_ppm, 300_000);
+        assert_eq!(s.effective(110, 0, Some(100)).failure_ppm, 500_000);
+        assert_eq!(s.effective(105, 0, None).failure_ppm, 500_000);
+    }
+}

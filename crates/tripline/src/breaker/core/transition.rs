@@ -1,0 +1,260 @@
+//! Transitions: the CAS protocol on the state word, their side effects, the
+//! events they emit, and the operator controls.
+
+use std::time::Duration;
+
+use super::super::backoff::unit_f64;
+use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
+use super::super::half_open::Rules;
+use super::super::state::{State, Word};
+use super::super::stripe::Counter;
+use super::super::window::WindowSnapshot;
+use super::{Inner, NEVER};
+use crate::clock::{Clock, Timestamp};
+use crate::sync::{Ordering, yield_now};
+
+/// Where a transition's open deadline comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpenUntil {
+    /// The configured open duration for the next backoff round.
+    Scheduled,
+    /// The next backoff round's duration even when coming from `Open` (a
+    /// failed health check counts as a failed probe round).
+    NextRound,
+    /// An explicit deadline (operator, Retry-After, restored snapshot).
+    At(Timestamp),
+}
+
+impl Inner {
+    /// Installs the busy word `to` if the state is still `from`.
+    fn begin(&self, from: Word, to: Word) -> bool {
+        !from.is_busy()
+            && self
+                .state
+                .compare_exchange(from.0, to.0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
+    fn publish(&self, to: Word) {
+        self.state.store(to.published().0, Ordering::Release);
+        self.counters.add(Counter::Transitions, 1);
+    }
+
+    /// Open → HalfOpen by the first call after the deadline (or a passed
+    /// health check); with a quota policy the caller takes the round's first
+    /// probe slot before anyone else can.
+    pub(crate) fn enter_half_open(&self, from: Word, now: Timestamp) -> Option<u64> {
+        self.enter_half_open_because(from, now, Reason::OpenDurationElapsed, true)
+    }
+
+    pub(crate) fn enter_half_open_because(
+        &self,
+        from: Word,
+        now: Timestamp,
+        reason: Reason,
+        take_probe: bool,
+    ) -> Option<u64> {
+        let to = from.begin(State::HalfOpen);
+        if !self.begin(from, to) {
+            return None;
+        }
+        let seq = self.events.reserve();
+        let generation = to.generation();
+        self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
+        let admitted = self.settings.with(|s| match &s.rules {
+            Rules::Quota(q) => take_probe && self.half_open.try_admit(*q, generation),
+            Rules::Ramp(r) => {
+                self.ramp.begin(generation, now);
+                take_probe
+                    && self.ramp.try_admit(r, generation, now)
+                        == super::super::half_open::ramp::RampAdmission::Admitted
+            }
+        });
+        self.publish(to);
+        self.emit_transition(seq, from, to, reason, WindowSnapshot::default(), None, now);
+        admitted.then_some(generation)
+    }
+
+    /// `from` → `Open` or `ForcedOpen`. Returns whether this call made the
+    /// transition.
+    pub(crate) fn transition_to_open(
+        &self,
+        from: Word,
+        to_state: State,
+        reason: Reason,
+        snap: WindowSnapshot,
+        until: OpenUntil,
+        now: Timestamp,
+    ) -> bool {
+        let to = from.begin(to_state);
+        if !self.begin(from, to) {
+            return false;
+        }
+        let seq = self.events.reserve();
+        let duration = match until {
+            OpenUntil::At(t) => t - now,
+            OpenUntil::Scheduled | OpenUntil::NextRound => {
+                let next_round = matches!(until, OpenUntil::NextRound)
+                    || matches!(from.state(), State::HalfOpen | State::Open);
+                let round = if next_round {
+                    self.open_round.load(Ordering::Relaxed) + 1
+                } else {
+                    0
+                };
+                self.open_round.store(round, Ordering::Relaxed);
+                let mut rng = self.rng.load(Ordering::Relaxed);
+                let u = unit_f64(&mut rng);
+                self.rng.store(rng, Ordering::Relaxed);
+                self.settings.with(|s| {
+                    let d = s.config.open_duration.for_round(round as u32, u);
+                    d.max(Duration::from_nanos(s.min_state_nanos()))
+                })
+            }
+        };
+        self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
+        self.open_until
+            .store((now + duration).as_nanos(), Ordering::Relaxed);
+        self.publish(to);
+        if from.admits_freely() {
+            self.window().reset();
+        }
+        let open = (to_state == State::Open).then_some(duration);
+        self.emit_transition(seq, from, to, reason, snap, open, now);
+        true
+    }
+
+    /// `from` → `Closed`, `Disabled` or `MetricsOnly`.
+    pub(crate) fn transition_to_free(
+        &self,
+        from: Word,
+        to_state: State,
+        reason: Reason,
+        snap: WindowSnapshot,
+    ) -> bool {
+        // A fresh window when leaving a rejecting state (nothing was sampled
+        // there) and on any operator move except switching trips off, which
+        // keeps the sample. The window is idle outside the free states, so
+        // resetting before the CAS keeps the busy section short.
+        if !from.admits_freely() || to_state != State::Disabled {
+            self.window().reset();
+        }
+        let to = from.begin(to_state);
+        if !self.begin(from, to) {
+            return false;
+        }
+        let seq = self.events.reserve();
+        let now = self.clock.now();
+        if to_state == State::Closed {
+            self.open_round.store(0, Ordering::Relaxed);
+        }
+        let recovered = if reason == Reason::ProbesSucceeded {
+            now.as_nanos()
+        } else {
+            NEVER
+        };
+        self.recovered_at.store(recovered, Ordering::Relaxed);
+        self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
+        self.publish(to);
+        self.emit_transition(seq, from, to, reason, snap, None, now);
+        true
+    }
+
+    /// Shadow mode crossed a threshold: report it and start a new sample,
+    /// as a trip would.
+    pub(crate) fn would_trip(
+        &self,
+        from: Word,
+        reason: Reason,
+        window: WindowSnapshot,
+        now: Timestamp,
+    ) {
+        let to = from.begin(State::MetricsOnly);
+        if !self.begin(from, to) {
+            return;
+        }
+        let seq = self.events.reserve();
+        self.publish(to);
+        self.window().reset();
+        let kind = EventKind::WouldTrip {
+            reason,
+            window,
+            thresholds: self.thresholds(now),
+        };
+        self.events.publish(seq, self.event(now, kind));
+    }
+
+    /// Applies an operator's state change, whatever the current state.
+    pub(crate) fn force(&self, to: State, until: Option<Timestamp>) {
+        loop {
+            let w = self.word();
+            if w.is_busy() {
+                yield_now();
+                continue;
+            }
+            let now = self.clock.now();
+            let snap = self.window().snapshot(now);
+            let done = match to {
+                State::Open | State::ForcedOpen => {
+                    let until = until.map_or(OpenUntil::Scheduled, OpenUntil::At);
+                    self.transition_to_open(w, to, Reason::Forced, snap, until, now)
+                }
+                State::HalfOpen => self
+                    .enter_half_open_because(w, now, Reason::Forced, false)
+                    .is_some(),
+                State::Closed | State::Disabled | State::MetricsOnly => {
+                    self.transition_to_free(w, to, Reason::Forced, snap)
+                }
+            };
+            if done {
+                return;
+            }
+        }
+    }
+
+    /// The thresholds in force at `now`, for events.
+    pub(crate) fn thresholds(&self, now: Timestamp) -> Thresholds {
+        let eff = self.effective(now);
+        let (version, min_state) = self.settings.with(|s| (s.version, s.min_state_nanos()));
+        Thresholds {
+            minimum_calls: eff.minimum_calls,
+            failure_rate: eff.failure_ppm as f64 / 1e6,
+            slow_call_rate: eff.slow_ppm as f64 / 1e6,
+            slow_call_duration: self.slow_call_threshold(),
+            trips_allowed: eff.may_trip,
+            min_state_duration: (min_state > 0).then(|| Duration::from_nanos(min_state)),
+            config_version: version,
+        }
+    }
+
+    pub(crate) fn event(&self, at: Timestamp, kind: EventKind) -> Event {
+        Event {
+            breaker: self.name.clone(),
+            at,
+            kind,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_transition(
+        &self,
+        seq: u64,
+        from: Word,
+        to: Word,
+        reason: Reason,
+        window: WindowSnapshot,
+        open_duration: Option<Duration>,
+        now: Timestamp,
+    ) {
+        let t = Transition {
+            from: from.state(),
+            to: to.state(),
+            reason,
+            window,
+            thresholds: self.thresholds(now),
+            open_duration,
+            generation: to.generation(),
+        };
+        self.events
+            .publish(seq, self.event(now, EventKind::Transition(t)));
+    }
+}

@@ -1,0 +1,196 @@
+//! The pipeline's one error type and the policies' config error.
+//!
+//! A caller (and the on-call engineer after them) must be able to tell "a
+//! local policy refused" from "the dependency failed", and which policy
+//! refused and why (seed 001 §8.3): every variant of [`PolicyError`] but
+//! [`Inner`](PolicyError::Inner) is a local decision, with the data needed
+//! to act on it (`retry_after`, the remaining budget, the limit that was hit).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::breaker::{Rejected, State};
+use crate::bulkhead::BulkheadFull;
+use crate::timeout::{DeadlineExceeded, Timeout};
+
+/// A policy config value that can never work, naming the policy, the field
+/// and the constraint.
+///
+/// ```
+/// use tripline::retry::RetryConfig;
+/// let err = RetryConfig { max_attempts: 0, ..Default::default() }.validate().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid retry config: `max_attempts` must be at least 1, got 0");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {policy} config: `{field}` {constraint}")]
+pub struct PolicyConfigError {
+    /// Which policy (`retry`, `retry_budget`, `timeout`, `bulkhead`, …).
+    pub policy: &'static str,
+    /// The offending key (`max_attempts`, `per_attempt`, …).
+    pub field: &'static str,
+    /// What the value must satisfy, and what it was.
+    pub constraint: String,
+}
+
+impl PolicyConfigError {
+    pub(crate) fn new(
+        policy: &'static str,
+        field: &'static str,
+        constraint: impl Into<String>,
+    ) -> Self {
+        PolicyConfigError {
+            policy,
+            field,
+            constraint: constraint.into(),
+        }
+    }
+}
+
+/// The circuit breaker refused the call: it never reached the dependency.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::pipeline::CircuitOpen;
+/// use tripline::State;
+///
+/// let e = CircuitOpen { state: State::Open, retry_after: Some(Duration::from_secs(3)) };
+/// assert_eq!(e.to_string(), "circuit breaker is open (retry after 3s)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitOpen {
+    /// The state that refused (`open`, `half_open` with no probe slot, `forced_open`).
+    pub state: State,
+    /// When a call may be admitted again, if known.
+    pub retry_after: Option<Duration>,
+}
+
+impl From<Rejected> for CircuitOpen {
+    fn from(r: Rejected) -> Self {
+        CircuitOpen {
+            state: r.state,
+            retry_after: r.retry_after,
+        }
+    }
+}
+
+impl fmt::Display for CircuitOpen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "circuit breaker is {}", self.state)?;
+        if let Some(d) = self.retry_after {
+            write!(f, " (retry after {})", humantime::format_duration(d))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CircuitOpen {}
+
+/// Why a call through the pipeline (or one policy) did not return a value.
+///
+/// ```
+/// use tripline::pipeline::PolicyError;
+///
+/// let e: PolicyError<&str> = PolicyError::Inner("connection reset");
+/// assert!(!e.is_local());
+/// assert_eq!(e.layer(), "inner");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicyError<E> {
+    /// The circuit breaker is open: fail fast, do not retry before `retry_after`.
+    CircuitOpen(CircuitOpen),
+    /// A retry was wanted but the retry budget is spent; `last` is the
+    /// attempt's error that would have been retried.
+    BudgetExhausted {
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<PolicyError<E>>,
+    },
+    /// The bulkhead had no free slot (and no queue room or wait time left).
+    BulkheadFull(BulkheadFull),
+    /// The overall deadline passed, or too little of it was left to start.
+    DeadlineExceeded(DeadlineExceeded),
+    /// One attempt outlived the per-attempt timeout.
+    Timeout(Timeout),
+    /// The call ran and returned this error.
+    Inner(E),
+}
+
+impl<E> PolicyError<E> {
+    /// Whether a local policy refused (everything but [`Inner`](Self::Inner)
+    /// and a timed-out attempt, which did reach the dependency).
+    pub fn is_local(&self) -> bool {
+        match self {
+            PolicyError::CircuitOpen(_)
+            | PolicyError::BulkheadFull(_)
+            | PolicyError::DeadlineExceeded(_) => true,
+            PolicyError::BudgetExhausted { .. } | PolicyError::Timeout(_) => false,
+            PolicyError::Inner(_) => false,
+        }
+    }
+
+    /// The layer that produced the error, as a stable metrics label.
+    pub fn layer(&self) -> &'static str {
+        match self {
+            PolicyError::CircuitOpen(_) => "circuit_breaker",
+            PolicyError::BudgetExhausted { .. } => "retry_budget",
+            PolicyError::BulkheadFull(_) => "bulkhead",
+            PolicyError::DeadlineExceeded(_) => "deadline",
+            PolicyError::Timeout(_) => "timeout",
+            PolicyError::Inner(_) => "inner",
+        }
+    }
+
+    /// The dependency's own error, if the last attempt ran and failed.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            PolicyError::Inner(e) => Some(e),
+            PolicyError::BudgetExhausted { last, .. } => last.into_inner(),
+            _ => None,
+        }
+    }
+
+    /// Maps the inner error.
+    pub fn map_inner<F>(self, f: impl FnOnce(E) -> F) -> PolicyError<F> {
+        match self {
+            PolicyError::CircuitOpen(c) => PolicyError::CircuitOpen(c),
+            PolicyError::BudgetExhausted { attempts, last } => PolicyError::BudgetExhausted {
+                attempts,
+                last: Box::new(last.map_inner(f)),
+            },
+            PolicyError::BulkheadFull(b) => PolicyError::BulkheadFull(b),
+            PolicyError::DeadlineExceeded(d) => PolicyError::DeadlineExceeded(d),
+            PolicyError::Timeout(t) => PolicyError::Timeout(t),
+            PolicyError::Inner(e) => PolicyError::Inner(f(e)),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for PolicyError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::CircuitOpen(c) => c.fmt(f),
+            PolicyError::BudgetExhausted { attempts, last } => write!(
+                f,
+                "retry budget exhausted after {attempts} attempt(s); last error: {last}"
+            ),
+            PolicyError::BulkheadFull(b) => b.fmt(f),
+            PolicyError::DeadlineExceeded(d) => d.fmt(f),
+            PolicyError::Timeout(t) => t.fmt(f),
+            PolicyError::Inner(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for PolicyError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PolicyError::CircuitOpen(c) => Some(c),
+            PolicyError::BudgetExhausted { last, .. } => Some(&**last),
+            PolicyError::BulkheadFull(b) => Some(b),
+            PolicyError::DeadlineExceeded(d) => Some(d),
+            PolicyError::Timeout(t) => Some(t),
+            PolicyError::Inner(e) => Some(e),
+        }
+    }
+}

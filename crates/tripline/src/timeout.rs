@@ -1,0 +1,179 @@
+//! Timeouts and deadlines: every remote call must end, and no layer should
+//! work for a caller who has already given up.
+//!
+//! Without a timeout a slow dependency never *fails*, so the breaker never
+//! trips while threads pile up (seed 001 §6.2.1). And timeouts that are not
+//! cut from one end-to-end budget waste work: A gives up after 3 s while B
+//! and C keep working for nobody (§1.1.2). So tripline has two:
+//!
+//! * a **per-attempt timeout** ([`TimeoutConfig::per_attempt`]) bounding
+//!   one attempt, so the breaker sees slowness as failure; and
+//! * an overall [`Deadline`] that travels with the request — in a
+//!   task-local context ([`Deadline::current`], [`Deadline::scope`],
+//!   [`Deadline::scope_future`]), as an explicit parameter, and across
+//!   processes in an HTTP header carrying the *remaining* budget
+//!   ([`DEADLINE_HEADER`], and gRPC's `grpc-timeout` on the way in). Each
+//!   layer checks the remaining budget before it starts and fails fast when
+//!   less than its floor ([`TimeoutConfig::min_remaining`]) is left (§6.2.2).
+//!
+//! Synchronous code cannot be preempted: the sync pipeline hands each
+//! attempt its deadline (to pass to the client's own socket timeout) and
+//! turns an attempt that overran into [`Timeout`] after it returns. Async
+//! code is raced against a [`Timer`] and dropped when it fires.
+
+mod deadline;
+mod timer;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use deadline::{
+    DEADLINE_HEADER, Deadline, GRPC_TIMEOUT_HEADER, MalformedDeadline, WithDeadline,
+    format_timeout_ms, malformed_header_count, parse_grpc_timeout, parse_timeout_ms,
+};
+pub use timer::{SharedTimer, Sleep, TimeoutFuture, Timer, timeout};
+#[cfg(feature = "tokio")]
+pub use timer::{TokioClock, TokioTimer};
+
+use crate::pipeline::PolicyConfigError;
+
+/// The per-attempt timeout fired: the attempt ran too long and was
+/// abandoned (async) or discarded (sync).
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::Timeout;
+/// assert_eq!(Timeout { after: Duration::from_millis(250) }.to_string(), "attempt timed out after 250ms");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Timeout {
+    /// The timeout that fired.
+    pub after: Duration,
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "attempt timed out after {}",
+            humantime::format_duration(self.after)
+        )
+    }
+}
+
+impl std::error::Error for Timeout {}
+
+/// The overall deadline passed, or less than the floor was left to start:
+/// the result would reach nobody, so the call was not made (or abandoned).
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::DeadlineExceeded;
+/// let e = DeadlineExceeded { remaining: Duration::from_millis(3), floor: Duration::from_millis(10) };
+/// assert_eq!(e.to_string(), "deadline exceeded: 3ms left, below the 10ms floor");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeadlineExceeded {
+    /// Budget left when the layer refused (zero once the deadline passed).
+    pub remaining: Duration,
+    /// The floor the remaining budget fell below.
+    pub floor: Duration,
+}
+
+impl fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.remaining.is_zero() {
+            f.write_str("deadline exceeded")
+        } else {
+            write!(
+                f,
+                "deadline exceeded: {} left, below the {} floor",
+                humantime::format_duration(self.remaining),
+                humantime::format_duration(self.floor)
+            )
+        }
+    }
+}
+
+impl std::error::Error for DeadlineExceeded {}
+
+/// Per-attempt timeout, overall deadline and the fail-fast floor.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::TimeoutConfig;
+///
+/// let bad = TimeoutConfig {
+///     per_attempt: Some(Duration::from_secs(5)),
+///     overall: Some(Duration::from_secs(2)),
+///     ..Default::default()
+/// };
+/// assert_eq!(bad.validate().unwrap_err().field, "per_attempt");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct TimeoutConfig {
+    /// Bound on one attempt; `None` for none (then the dependency's own
+    /// client timeout must exist, or the breaker is blind to slowness).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub per_attempt: Option<Duration>,
+    /// Bound on the whole logical call, retries and backoff included, when
+    /// the request carries no tighter deadline of its own.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    pub overall: Option<Duration>,
+    /// Fail fast, without calling, when less than this is left of the
+    /// deadline (seed 001 §6.2.2): the dependency could not answer in time.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub min_remaining: Duration,
+}
+
+impl Default for TimeoutConfig {
+    /// No per-attempt timeout, no overall deadline, a 1 ms floor.
+    fn default() -> Self {
+        TimeoutConfig {
+            per_attempt: None,
+            overall: None,
+            min_remaining: Duration::from_millis(1),
+        }
+    }
+}
+
+impl TimeoutConfig {
+    /// Checks every field, naming the first that can never work.
+    pub fn validate(&self) -> Result<(), PolicyConfigError> {
+        let err = |field, c: String| Err(PolicyConfigError::new("timeout", field, c));
+        let fmt = |d: Duration| humantime::format_duration(d).to_string();
+        if self.per_attempt.is_some_and(|d| d.is_zero()) {
+            return err("per_attempt", "must be positive, got 0s".into());
+        }
+        if self.overall.is_some_and(|d| d.is_zero()) {
+            return err("overall", "must be positive, got 0s".into());
+        }
+        if let (Some(p), Some(o)) = (self.per_attempt, self.overall)
+            && p > o
+        {
+            return err(
+                "per_attempt",
+                format!(
+                    "must not exceed `overall` ({}), got {}: the deadline would always fire first",
+                    fmt(o),
+                    fmt(p)
+                ),
+            );
+        }
+        if let Some(o) = self.overall
+            && self.min_remaining >= o
+        {
+            return err(
+                "min_remaining",
+                format!(
+                    "must be below `overall` ({}), got {}: every call would fail fast",
+                    fmt(o),
+                    fmt(self.min_remaining)
+                ),
+            );
+        }
+        Ok(())
+    }
+}

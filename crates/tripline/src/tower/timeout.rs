@@ -1,0 +1,160 @@
+//! `TimeoutLayer`: a per-attempt timeout around a tower service.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::{BoxError, NotReady};
+use crate::timeout::{SharedTimer, TimeoutFuture, timeout};
+
+/// Abandons a response future after `after`, with [`Timeout`](super::Timeout).
+///
+/// ```
+/// # #[cfg(feature = "tokio")]
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::{sync::Arc, time::Duration};
+/// use tower::{Service, ServiceExt};
+/// use tripline::timeout::TokioTimer;
+/// use tripline::tower::TimeoutLayer;
+///
+/// let mut svc = tower::ServiceBuilder::new()
+///     .layer(TimeoutLayer::new(Duration::from_millis(100), Arc::new(TokioTimer)))
+///     .service_fn(|_: ()| async {
+///         tokio::time::sleep(Duration::from_secs(5)).await;
+///         Ok::<_, std::io::Error>(())
+///     });
+/// let err = svc.ready().await.unwrap().call(()).await.unwrap_err();
+/// assert!(err.is::<tripline::tower::Timeout>());
+/// # }
+/// # #[cfg(not(feature = "tokio"))] fn main() {}
+/// ```
+#[derive(Clone)]
+pub struct TimeoutLayer {
+    after: Duration,
+    timer: SharedTimer,
+}
+
+impl TimeoutLayer {
+    /// Times out after `after` on `timer`.
+    pub fn new(after: Duration, timer: SharedTimer) -> Self {
+        TimeoutLayer { after, timer }
+    }
+}
+
+impl std::fmt::Debug for TimeoutLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeoutLayer")
+            .field("after", &self.after)
+            .finish()
+    }
+}
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = TimeoutService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TimeoutService {
+            inner,
+            after: self.after,
+            timer: self.timer.clone(),
+            ready: false,
+        }
+    }
+}
+
+/// A service with a per-attempt timeout; see [`TimeoutLayer`].
+pub struct TimeoutService<S> {
+    inner: S,
+    after: Duration,
+    timer: SharedTimer,
+    ready: bool,
+}
+
+impl<S: Clone> Clone for TimeoutService<S> {
+    /// A clone starts not ready.
+    fn clone(&self) -> Self {
+        TimeoutService {
+            inner: self.inner.clone(),
+            after: self.after,
+            timer: self.timer.clone(),
+            ready: false,
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for TimeoutService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeoutService")
+            .field("after", &self.after)
+            .finish()
+    }
+}
+
+impl<S, Req> Service<Req> for TimeoutService<S>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
+        self.ready = true;
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        if !std::mem::take(&mut self.ready) {
+            return ResponseFuture {
+                fut: None,
+                error: Some(Box::new(NotReady { layer: "timeout" })),
+            };
+        }
+        ResponseFuture {
+            fut: Some(timeout(
+                self.timer.clone(),
+                self.after,
+                self.inner.call(req),
+            )),
+            error: None,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response of a [`TimeoutService`].
+    pub struct ResponseFuture<F> {
+        #[pin]
+        fut: Option<TimeoutFuture<F>>,
+        error: Option<BoxError>,
+    }
+}
+
+impl<F, T, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Some(e) = this.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        let Some(fut) = this.fut.as_pin_mut() else {
+            return Poll::Ready(Err(Box::new(NotReady { layer: "timeout" })));
+        };
+        Poll::Ready(match ready!(fut.poll(cx)) {
+            Ok(r) => r.map_err(Into::into),
+            Err(t) => Err(Box::new(t)),
+        })
+    }
+}
