@@ -47,6 +47,16 @@
 //! [`remove`](BreakerRegistry::remove)d (it still counts towards
 //! `max_breakers`).
 //!
+//! # Configuration
+//!
+//! A [`RegistryConfig`] (same serde vocabulary as the breaker's) holds the
+//! family's breaker template, `max_breakers`, the `overflow` policy and
+//! `idle_ttl`. Per-key overrides — a map and/or a function of the key —
+//! are given to the [`RegistryBuilder`]; every breaker is named after its
+//! key (`"<family>:<key>"` by default), so its events and metrics say which
+//! key they are about. [`BreakerRegistry::reconfigure_family`] changes the
+//! template live, for present and future breakers alike.
+//!
 //! # Observability with bounded cardinality
 //!
 //! Per-key metrics ([`BreakerRegistry::metrics`]) are there for an admin
