@@ -113,6 +113,8 @@
 //! reproducible runs and mixed with an instance id so replicas differ.
 
 mod config;
+mod metrics;
+mod permit;
 mod window;
 
 use std::fmt;
@@ -120,8 +122,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::{AdaptiveThrottleConfig, ThrottleConfigError, ThrottleWindow};
+pub use metrics::{ThrottleCounts, ThrottleMetrics};
+pub use permit::{ThrottlePermit, Throttled};
 
-use self::window::{ACCEPTS, THROTTLED, Window};
+use self::window::{THROTTLED, Window};
 use crate::clock::{Clock, SharedClock};
 
 /// An adaptive client-side throttle: a cheap, cloneable handle; clones share
@@ -329,26 +333,6 @@ impl AdaptiveThrottle {
         let (requests, accepts) = inner.window.requests_and_accepts(epoch);
         inner.probability(requests, accepts)
     }
-
-    /// Counters of the live window and since creation, for dashboards.
-    pub fn metrics(&self) -> ThrottleMetrics {
-        let inner = &*self.inner;
-        let epoch = inner.window.epoch(inner.clock.now());
-        let w = inner.window.sums(epoch);
-        let t = inner.window.totals();
-        let counts = |s: window::Sums| ThrottleCounts {
-            requests: s.requests,
-            accepts: s.accepts,
-            throttled: s.throttled,
-        };
-        ThrottleMetrics {
-            name: inner.name.to_string(),
-            rejection_probability: inner.probability(w.requests, w.accepts),
-            active: w.requests as f64 >= inner.min_requests,
-            window: counts(w),
-            totals: counts(t),
-        }
-    }
 }
 
 impl fmt::Debug for AdaptiveThrottle {
@@ -358,120 +342,6 @@ impl fmt::Debug for AdaptiveThrottle {
             .field("config", &self.inner.config)
             .finish()
     }
-}
-
-/// Permission to send one request, on which the backend's answer is
-/// reported. Dropping it reports nothing: a cancelled call, or one refused
-/// by a breaker after the throttle, says nothing about overload.
-///
-/// ```
-/// use tripline::throttle::AdaptiveThrottle;
-///
-/// let throttle = AdaptiveThrottle::try_new(Default::default()).unwrap();
-/// let permit = throttle.try_acquire().expect("an idle throttle admits");
-/// // ... send; the backend answered 200 ...
-/// permit.accepted();
-/// assert_eq!(throttle.metrics().window.accepts, 1);
-/// ```
-#[must_use = "report the backend's answer, or drop the permit to report nothing"]
-pub struct ThrottlePermit<'a> {
-    inner: &'a Inner,
-}
-
-impl ThrottlePermit<'_> {
-    /// The backend processed the request (whatever the business result).
-    #[inline]
-    pub fn accepted(self) {
-        self.inner.record(Some(ACCEPTS));
-    }
-
-    /// The backend refused the request as overloaded (429, 503,
-    /// `RESOURCE_EXHAUSTED`).
-    #[inline]
-    pub fn rejected_by_backend(self) {
-        self.inner.record(None);
-    }
-}
-
-impl fmt::Debug for ThrottlePermit<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThrottlePermit")
-            .field("throttle", &self.inner.name)
-            .finish()
-    }
-}
-
-/// A request shed locally by the throttle: it never reached the backend.
-///
-/// ```
-/// use tripline::throttle::Throttled;
-///
-/// let e = Throttled { rejection_probability: 0.25 };
-/// assert_eq!(e.to_string(), "request throttled locally: backend overloaded (rejection probability 0.25)");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Throttled {
-    /// The rejection probability in force when the request was shed.
-    pub rejection_probability: f64,
-}
-
-impl fmt::Display for Throttled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "request throttled locally: backend overloaded (rejection probability {:.2})",
-            self.rejection_probability
-        )
-    }
-}
-
-impl std::error::Error for Throttled {}
-
-/// Request counts of a throttle.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ThrottleCounts {
-    /// Requests attempted: sent and settled, plus shed locally.
-    pub requests: u64,
-    /// Requests the backend accepted.
-    pub accepts: u64,
-    /// Requests shed locally by the throttle.
-    pub throttled: u64,
-}
-
-impl ThrottleCounts {
-    /// Requests the backend refused as overloaded.
-    pub fn rejected_by_backend(&self) -> u64 {
-        self.requests
-            .saturating_sub(self.accepts)
-            .saturating_sub(self.throttled)
-    }
-}
-
-/// A snapshot of one throttle.
-///
-/// ```
-/// use tripline::throttle::AdaptiveThrottle;
-///
-/// let throttle = AdaptiveThrottle::try_new(Default::default()).unwrap();
-/// throttle.try_acquire().unwrap().rejected_by_backend();
-/// let m = throttle.metrics();
-/// assert_eq!(m.window.rejected_by_backend(), 1);
-/// assert!(!m.active, "1 request in 10 s is below the 1/s minimum");
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ThrottleMetrics {
-    /// The throttle's name.
-    pub name: String,
-    /// The probability with which the next request would be shed.
-    pub rejection_probability: f64,
-    /// Whether the request rate is at or above `minimum_requests_per_second`.
-    pub active: bool,
-    /// Counts in the live window.
-    pub window: ThrottleCounts,
-    /// Counts since the throttle was created.
-    pub totals: ThrottleCounts,
 }
 
 #[allow(dead_code)]
