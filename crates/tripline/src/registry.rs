@@ -123,6 +123,19 @@ use crate::clock::SharedClock;
 /// clone into the map, and shareable across threads. Implemented for every
 /// such type: `String`, `(String, String)`, a `u64` tenant id, your own
 /// struct.
+///
+/// ```
+/// use tripline::registry::{BreakerRegistry, RegistryConfig};
+///
+/// // Method-level keys as a tuple: no Display, so name them explicitly.
+/// let registry = BreakerRegistry::<(&'static str, &'static str)>::builder_with_names(
+///     RegistryConfig::default(),
+///     |(service, method)| format!("rpc:{service}.{method}"),
+/// )
+/// .build()
+/// .unwrap();
+/// assert_eq!(registry.get(&("orders", "create")).unwrap().name(), "rpc:orders.create");
+/// ```
 pub trait RegistryKey: Hash + Eq + Clone + Send + Sync + 'static {}
 
 impl<T: Hash + Eq + Clone + Send + Sync + 'static> RegistryKey for T {}
@@ -135,6 +148,16 @@ type OverrideFn<K> = Arc<dyn Fn(&K) -> Option<CircuitBreakerConfig> + Send + Syn
 ///
 /// See the [module docs](self) for the design; [`get`](Self::get) is the
 /// call path.
+///
+/// ```
+/// use tripline::registry::{BreakerRegistry, RegistryConfig};
+///
+/// let registry = BreakerRegistry::<u64>::try_new(RegistryConfig::default()).unwrap();
+/// let shard_7 = registry.get(&7).unwrap();
+/// assert!(shard_7.ptr_eq(&registry.get(&7).unwrap()), "one breaker per key");
+/// let state = registry.with(&7, |b| b.state()).unwrap(); // no handle clone
+/// assert_eq!(state, tripline::State::Closed);
+/// ```
 pub struct BreakerRegistry<K: RegistryKey> {
     shared: Arc<Shared<K>>,
 }
@@ -179,6 +202,19 @@ pub(crate) struct Shared<K> {
 }
 
 /// A lookup that found no breaker and could not make one.
+///
+/// ```
+/// use tripline::registry::{BreakerRegistry, OverflowPolicy, RegistryConfig, RegistryError};
+///
+/// let registry = BreakerRegistry::<u32>::try_new(RegistryConfig {
+///     max_breakers: 1,
+///     overflow: OverflowPolicy::Reject,
+///     ..Default::default()
+/// })
+/// .unwrap();
+/// registry.get(&1).unwrap();
+/// assert_eq!(registry.get(&2).unwrap_err(), RegistryError::Full { max_breakers: 1 });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
     /// The registry holds `max_breakers` and its overflow policy is

@@ -175,6 +175,20 @@ struct Inner {
 }
 
 /// Builds an [`AdaptiveThrottle`] with a non-default clock or seed.
+///
+/// ```
+/// use tripline::clock::ManualClock;
+/// use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+///
+/// let throttle = AdaptiveThrottle::builder()
+///     .config(AdaptiveThrottleConfig { name: "search".into(), ..Default::default() })
+///     .clock(ManualClock::new())
+///     .seed(42)
+///     .instance_id(3)
+///     .build()
+///     .unwrap();
+/// assert_eq!(throttle.name(), "search");
+/// ```
 #[derive(Debug, Default)]
 pub struct AdaptiveThrottleBuilder {
     config: AdaptiveThrottleConfig,

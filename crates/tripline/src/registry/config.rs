@@ -49,6 +49,19 @@ pub struct RegistryConfig {
 }
 
 /// What a lookup of a new key gets when the registry is full.
+///
+/// ```
+/// use tripline::registry::{BreakerRegistry, OverflowPolicy, RegistryConfig};
+///
+/// let registry = BreakerRegistry::<u32>::try_new(RegistryConfig {
+///     max_breakers: 1,
+///     overflow: OverflowPolicy::SharedOverflow,
+///     ..Default::default()
+/// })
+/// .unwrap();
+/// registry.get(&1).unwrap();
+/// assert_eq!(registry.get(&2).unwrap().name(), "default:overflow");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]

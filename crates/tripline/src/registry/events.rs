@@ -70,6 +70,26 @@ pub(crate) trait Unsubscribe: Send + Sync {
 }
 
 /// Keeps a registry-level subscription alive; dropping it unsubscribes.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use tripline::registry::{BreakerRegistry, RegistryConfig};
+///
+/// let registry = BreakerRegistry::<u32>::try_new(RegistryConfig::default()).unwrap();
+/// let events = Arc::new(AtomicUsize::new(0));
+/// let seen = events.clone();
+/// let subscription = registry.subscribe(move |key, event| {
+///     assert_eq!(key, Some(&7));
+///     assert_eq!(&*event.breaker, "default:7");
+///     seen.fetch_add(1, Ordering::Relaxed);
+/// });
+/// registry.get(&7).unwrap().force_open();
+/// assert_eq!(events.load(Ordering::Relaxed), 1);
+/// drop(subscription);
+/// registry.get(&7).unwrap().reset();
+/// assert_eq!(events.load(Ordering::Relaxed), 1, "unsubscribed");
+/// ```
 #[must_use = "dropping a RegistrySubscription unsubscribes at once"]
 pub struct RegistrySubscription {
     pub(crate) registry: Weak<dyn Unsubscribe>,

@@ -10,6 +10,19 @@ use crate::breaker::{Metrics, State};
 
 /// Registry-wide counts whose size does not grow with the keys: the
 /// series to export when per-key series would explode (seed 001 §8.1.2).
+///
+/// ```
+/// use tripline::registry::{BreakerRegistry, RegistryConfig};
+///
+/// let registry = BreakerRegistry::<u32>::try_new(RegistryConfig::default()).unwrap();
+/// for tenant in 0..100 {
+///     registry.get(&tenant).unwrap();
+/// }
+/// registry.get(&3).unwrap().force_open();
+/// let stats = registry.stats();
+/// assert_eq!((stats.live, stats.created), (100, 100));
+/// assert_eq!((stats.by_state.closed, stats.by_state.operator), (99, 1));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RegistryStats {
@@ -34,6 +47,13 @@ pub struct RegistryStats {
 }
 
 /// Breakers per state.
+///
+/// ```
+/// use tripline::registry::StateCounts;
+///
+/// let counts = StateCounts { closed: 3, open: 1, ..Default::default() };
+/// assert_eq!(counts.closed + counts.open + counts.half_open + counts.operator, 4);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StateCounts {

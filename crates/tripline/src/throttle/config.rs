@@ -47,6 +47,18 @@ pub struct AdaptiveThrottleConfig {
 
 /// The time window of the throttle's counters: `length`, sliced into
 /// `buckets` that expire one at a time, like the breaker's time window.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::throttle::{AdaptiveThrottleConfig, ThrottleWindow};
+///
+/// // SRE's two minutes, in 10 s slices.
+/// let config = AdaptiveThrottleConfig {
+///     window: ThrottleWindow { length: Duration::from_secs(120), buckets: 12 },
+///     ..Default::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -94,6 +106,15 @@ impl Default for AdaptiveThrottleConfig {
 
 /// A throttle config value that can never work, naming the field and the
 /// constraint.
+///
+/// ```
+/// use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+///
+/// let err = AdaptiveThrottle::try_new(AdaptiveThrottleConfig { k: 0.5, ..Default::default() })
+///     .unwrap_err();
+/// assert_eq!(err.field, "k");
+/// assert_eq!(err.to_string(), "invalid throttle config: `k` must be a finite number ≥ 1, got 0.5");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid throttle config: `{field}` {constraint}")]
 pub struct ThrottleConfigError {

@@ -8,6 +8,13 @@ use super::window::Sums;
 use crate::clock::Clock;
 
 /// Request counts of a throttle.
+///
+/// ```
+/// use tripline::throttle::ThrottleCounts;
+///
+/// let c = ThrottleCounts { requests: 10, accepts: 6, throttled: 3 };
+/// assert_eq!(c.rejected_by_backend(), 1);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ThrottleCounts {
