@@ -73,7 +73,9 @@ impl<K: RegistryKey + Display> BreakerRegistry<K> {
 impl<K: RegistryKey> BreakerRegistry<K> {
     /// A builder whose breakers are named by `naming` (for keys without
     /// `Display`, or another scheme). Names appear in events, metrics and
-    /// errors: make them say which key they are.
+    /// errors: make them say which key they are. `naming` runs when a
+    /// breaker is created, under the family template's read lock: it must
+    /// not call back into the registry.
     pub fn builder_with_names(
         config: RegistryConfig,
         naming: impl Fn(&K) -> String + Send + Sync + 'static,
@@ -102,6 +104,9 @@ impl<K: RegistryKey> RegistryBuilder<K> {
     /// it. Consulted when a key's breaker is created, after
     /// [`override_key`](Self::override_key); an invalid result makes that
     /// lookup fail with [`RegistryError::InvalidConfig`](super::RegistryError::InvalidConfig).
+    /// Like the naming function, it must not call back into the registry,
+    /// and it should be pure: [`reconfigure_family`](BreakerRegistry::reconfigure_family)
+    /// asks it again which keys are overridden.
     pub fn override_with(
         mut self,
         f: impl Fn(&K) -> Option<CircuitBreakerConfig> + Send + Sync + 'static,
