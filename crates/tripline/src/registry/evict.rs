@@ -16,9 +16,11 @@
 //!
 //! A call can slip in between the check and the removal. After removing,
 //! the pass reads the breaker's state again; if it is no longer `Closed`
-//! (the call tripped it, or an operator forced it), the entry is put back
-//! unless a new breaker for that key already took its place. So a breaker
-//! leaves the registry only while `Closed`. A caller that obtained the
+//! (the call tripped it, or an operator forced it), the entry is put back,
+//! so a breaker leaves the registry only while `Closed` — with one
+//! residual exception: if in that same microsecond a lookup of the key
+//! also created a new breaker, the new one stays (a key never has two) and
+//! the tripped one leaves, counted as evicted. A caller that obtained the
 //! handle just before the removal keeps a working, detached breaker; its
 //! next lookup gets a fresh one.
 
