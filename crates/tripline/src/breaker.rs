@@ -253,6 +253,13 @@ impl CircuitBreaker {
         self.inner.snapshot()
     }
 
+    /// Applies a state `snapshot` to this (fresh) breaker: what
+    /// [`CircuitBreakerBuilder::restore`] does at build time, for breakers
+    /// made elsewhere (a registry).
+    pub(crate) fn restore_from(&self, snapshot: &Snapshot) {
+        self.inner.restore(snapshot);
+    }
+
     /// The slow-call threshold in force — fixed, or learned from the
     /// baseline — if slow-call detection is on.
     pub fn slow_call_threshold(&self) -> Option<Duration> {

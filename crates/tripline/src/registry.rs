@@ -101,6 +101,7 @@ mod entry;
 mod events;
 mod evict;
 mod reconfigure;
+mod snapshot;
 mod stats;
 
 use std::collections::HashMap;
