@@ -12,7 +12,7 @@ impl<K: RegistryKey> BreakerRegistry<K> {
     /// Replaces the family's breaker config: every breaker without a
     /// per-key override (and the overflow breaker) is reconfigured in place
     /// — state, window contents and subscribers kept, see
-    /// [`CircuitBreaker::reconfigure`] — and breakers created from now on
+    /// [`CircuitBreaker::reconfigure`](crate::CircuitBreaker::reconfigure) — and breakers created from now on
     /// get it. Breakers with an override keep theirs.
     ///
     /// An invalid config is refused, naming the field, and changes nothing;
