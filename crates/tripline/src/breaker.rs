@@ -458,6 +458,15 @@ impl CircuitBreaker {
             .install(sibling.inner.shared_settings(), warnings);
     }
 
+    /// Subscribes `f` as the breaker's one forwarder (a registry's), unless
+    /// one is installed already; returns whether this call installed it.
+    pub(crate) fn subscribe_forwarder_once(
+        &self,
+        f: impl Fn(&Event) + Send + Sync + 'static,
+    ) -> bool {
+        self.inner.events.subscribe_forwarder_once(Arc::new(f))
+    }
+
     /// Drops every subscriber (used when a registry removes the breaker).
     pub fn unsubscribe_all(&self) {
         self.inner.events.unsubscribe_all();
