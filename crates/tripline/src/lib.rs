@@ -51,8 +51,12 @@ pub mod budget;
 pub mod bulkhead;
 pub mod classify;
 pub mod clock;
+#[cfg(not(loom))]
+pub mod cluster;
 pub mod fallback;
 pub mod hedge;
+#[cfg(not(loom))]
+pub mod outlier;
 pub mod pipeline;
 pub mod retry;
 pub(crate) mod sync;
