@@ -12,8 +12,10 @@
 //!    * [`WeightedRandom`](Balancer::WeightedRandom): up to three weighted
 //!      draws (binary search in the cumulative weights, O(log n));
 //!    * [`LeastOutstanding`](Balancer::LeastOutstanding): the endpoint with
-//!      the fewest requests in flight per unit of weight, by a full scan
-//!      (O(n): for small clusters; ties go round-robin);
+//!      the fewest requests in flight per unit of weight, by a scan from a
+//!      rotating start (ties go round-robin) that stops at the first idle
+//!      endpoint: O(1) while some endpoint is idle, O(n) when all are busy
+//!      — for tens of endpoints, not thousands;
 //!    * [`PowerOfTwoChoices`](Balancer::PowerOfTwoChoices): two distinct
 //!      random endpoints, the less loaded per unit of weight (Mitzenmacher:
 //!      nearly the balance of least-outstanding at O(1)); two rounds.
@@ -51,7 +53,9 @@ pub enum Balancer {
     /// Random in proportion to the weights: mixed hardware, canaries.
     WeightedRandom,
     /// The fewest requests in flight (per unit of weight): adapts to slow
-    /// endpoints; a full scan, so for tens of endpoints rather than thousands.
+    /// endpoints. A scan that stops at the first idle endpoint: cheap while
+    /// one is idle, O(n) when every endpoint is busy — for tens of
+    /// endpoints rather than thousands (use `PowerOfTwoChoices` there).
     LeastOutstanding,
     /// The less loaded of two random endpoints: adapts like
     /// least-outstanding at constant cost, for any size.
@@ -72,6 +76,9 @@ impl Balancer {
 
 /// Most endpoints one logical call may use (failover attempts, forks).
 pub(crate) const MAX_TRIED: usize = 32;
+
+/// Nothing tried yet: for single-attempt calls, without initialising an array.
+pub(crate) static NONE_TRIED: Tried = Tried::new();
 
 /// The endpoints a logical call has already used, by position in its
 /// endpoint set: a fixed array, so no allocation.
@@ -228,14 +235,27 @@ pub(crate) fn select<'s, P>(
         }
         Balancer::LeastOutstanding => {
             let from = state.turn() % n;
-            let mut best = None;
+            // (position, outstanding, weight) of the lightest so far.
+            let mut best: Option<(usize, u64, u64)> = None;
             for k in 0..n {
-                let i = (from + k) % n;
-                if fits(set, i, panic, tried) && best.is_none_or(|b| lighter(set, i, b)) {
-                    best = Some(i);
+                let i = if from + k >= n {
+                    from + k - n
+                } else {
+                    from + k
+                };
+                if !fits(set, i, panic, tried) {
+                    continue;
+                }
+                let e = &set.endpoints[i];
+                let (out, w) = (u64::from(e.outstanding()), u64::from(e.weight()));
+                if best.is_none_or(|(_, bo, bw)| out * bw < bo * w) {
+                    best = Some((i, out, w));
+                    if out == 0 {
+                        break; // nothing is lighter than idle
+                    }
                 }
             }
-            let best = best?;
+            let (best, _, _) = best?;
             if let Some(p) = admit(&set.endpoints[best]) {
                 return Some((best, p));
             }

@@ -140,6 +140,9 @@ pub(crate) const EJECTED: u8 = 1;
 /// draining).
 pub(crate) const UNHEALTHY: u8 = 2;
 
+/// `repr(C)`: the fields every selection reads (flags, load, weight, the
+/// breaker's handle) come first, in the endpoint's first cache line.
+#[repr(C)]
 pub(crate) struct EndpointInner {
     /// `EJECTED | UNHEALTHY`; zero means routable. Read on every selection.
     pub(crate) flags: AtomicU8,

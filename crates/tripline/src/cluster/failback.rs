@@ -47,7 +47,7 @@ pub use config::{CorruptTail, FailbackConfig, FailbackError, FsyncPolicy, OpenRe
 
 use self::queue::Queue;
 use self::record::DoneStatus;
-use super::balance::Tried;
+use super::balance::NONE_TRIED;
 use super::outcome::DefaultEndpointClassifier;
 use super::{Cluster, ClusterAttempt, Endpoint};
 use crate::clock::{Clock, SharedClock, Timestamp};
@@ -304,7 +304,7 @@ impl<E> Failback<E> {
         let s = &*self.inner.cluster.shared;
         s.tick();
         let set = s.set.load();
-        let Some((i, permit)) = s.pick(&set, &Tried::new()) else {
+        let Some((i, permit)) = s.pick(&set, &NONE_TRIED) else {
             return false;
         };
         let attempt = ClusterAttempt {

@@ -9,7 +9,7 @@
 
 use std::future::Future;
 
-use super::balance::Tried;
+use super::balance::NONE_TRIED;
 use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::shared::check_deadline;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
@@ -79,9 +79,9 @@ impl Failfast {
                 .map_err(ClusterError::DeadlineExceeded)?;
         }
         let set = s.set.load();
-        let tried = Tried::new();
-        let Some((i, permit)) = s.pick(&set, &tried) else {
-            return Err(s.unavailable(&set, &tried).into());
+        let tried = &NONE_TRIED;
+        let Some((i, permit)) = s.pick(&set, tried) else {
+            return Err(s.unavailable(&set, tried).into());
         };
         let e = &set.endpoints[i];
         let attempt = ClusterAttempt {
@@ -122,9 +122,9 @@ impl Failfast {
         check_deadline(deadline, s.clock.now(), Default::default())
             .map_err(ClusterError::DeadlineExceeded)?;
         let set = s.set.load_full();
-        let tried = Tried::new();
-        let Some((i, permit)) = s.pick(&set, &tried) else {
-            return Err(s.unavailable(&set, &tried).into());
+        let tried = &NONE_TRIED;
+        let Some((i, permit)) = s.pick(&set, tried) else {
+            return Err(s.unavailable(&set, tried).into());
         };
         let e = &set.endpoints[i];
         let attempt = ClusterAttempt {

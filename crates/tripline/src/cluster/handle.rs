@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::balance::{self, Tried};
+use super::balance::{self, NONE_TRIED};
 use super::config::{ClusterBuilder, ClusterConfig};
 use super::endpoint::{Endpoint, EndpointConfig};
 use super::outcome::EndpointOutcome;
@@ -265,12 +265,12 @@ impl Cluster {
         s.tick();
         let set = s.set.load();
         let panic = s.panic.load(Ordering::Relaxed);
-        let tried = Tried::new();
-        let picked = balance::select(s.balancer, &s.lb, &set, panic, &tried, |e| {
+        let tried = &NONE_TRIED;
+        let picked = balance::select(s.balancer, &s.lb, &set, panic, tried, |e| {
             e.breaker().try_acquire_owned().ok()
         });
         let Some((i, permit)) = picked else {
-            return Err(s.unavailable(&set, &tried));
+            return Err(s.unavailable(&set, tried));
         };
         let endpoint = set.endpoints[i].clone();
         endpoint.inner.outstanding.fetch_add(1, Ordering::Relaxed);
