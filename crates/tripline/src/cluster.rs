@@ -69,6 +69,7 @@ pub(crate) mod set;
 mod shared;
 
 pub use balance::Balancer;
+pub use breakers::MAX_ENDPOINTS;
 pub use broadcast::{Broadcast, BroadcastConfig, BroadcastError, BroadcastReport, EndpointFailure};
 pub use config::{ClusterBuilder, ClusterConfig};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointId};

@@ -1,70 +1,80 @@
-//! Where endpoints get their breakers: one family config, one breaker per
-//! endpoint id, named `"<family>:<endpoint id>"`.
+//! Where endpoints get their breakers: a keyed [`BreakerRegistry`] of
+//! the cluster's family, one breaker per endpoint id, named
+//! `"<family>:<endpoint id>"`.
 //!
-//! This is the one place that makes and forgets endpoint breakers, so that
-//! moving to the keyed breaker registry changes nothing else. A breaker is
-//! made when an endpoint joins and forgotten when it leaves; an endpoint
-//! that stays across an update of the endpoint set keeps its breaker
-//! (the set keeps the endpoint itself).
+//! This is the one place that makes and forgets endpoint breakers. A
+//! breaker is taken from the registry when an endpoint joins and removed
+//! when it leaves; an endpoint that stays across an update of the endpoint
+//! set keeps its breaker (the set keeps the endpoint itself, which holds
+//! the handle, so the call path never looks the registry up).
+//!
+//! The registry the cluster builds for itself never evicts (`idle_ttl`
+//! unset: an endpoint's breaker lives as long as the endpoint) and never
+//! shares an overflow breaker between endpoints (`OverflowPolicy::Reject`,
+//! `max_breakers` = [`MAX_ENDPOINTS`]).
 
+use super::EndpointId;
 use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError};
 use crate::clock::SharedClock;
+use crate::registry::{BreakerRegistry, OverflowPolicy, RegistryConfig, RegistryError};
+
+/// Most endpoints (so breakers) a cluster's own registry holds.
+pub const MAX_ENDPOINTS: usize = 1_000_000;
 
 /// The family of a cluster's endpoint breakers.
 pub(crate) struct BreakerFamily {
-    config: CircuitBreakerConfig,
-    clock: SharedClock,
-    seed: Option<u64>,
+    registry: BreakerRegistry<EndpointId>,
 }
 
 impl BreakerFamily {
-    /// A family; its config is validated once here.
+    /// A family of breakers made from `config`; validated once here.
     pub(crate) fn new(
         config: CircuitBreakerConfig,
         clock: SharedClock,
         seed: Option<u64>,
     ) -> Result<Self, ConfigError> {
-        config.validate()?;
+        let mut b = BreakerRegistry::builder(RegistryConfig {
+            max_breakers: MAX_ENDPOINTS,
+            overflow: OverflowPolicy::Reject,
+            idle_ttl: None,
+            breaker: config,
+        })
+        .clock(clock);
+        if let Some(seed) = seed {
+            b = b.seed(seed);
+        }
         Ok(BreakerFamily {
-            config,
-            clock,
-            seed,
+            registry: b.build()?,
         })
     }
 
-    /// The family's config (names are per endpoint).
-    pub(crate) fn config(&self) -> &CircuitBreakerConfig {
-        &self.config
+    /// A family in a registry of the caller's (per-endpoint overrides,
+    /// shared observation).
+    pub(crate) fn from_registry(registry: BreakerRegistry<EndpointId>) -> Self {
+        BreakerFamily { registry }
     }
 
-    /// The breaker of a joining endpoint. Its jitter seed mixes the
-    /// endpoint id, so endpoints of one family never back off in lock-step.
-    pub(crate) fn breaker_for(&self, id: &str) -> Result<CircuitBreaker, ConfigError> {
-        let config = CircuitBreakerConfig {
-            name: format!("{}:{id}", self.config.name),
-            ..self.config.clone()
-        };
-        let mut b = CircuitBreaker::builder()
-            .config(config)
-            .clock(self.clock.clone())
-            .instance_id(id_hash(id));
-        if let Some(seed) = self.seed {
-            b = b.seed(seed);
+    /// The registry.
+    pub(crate) fn registry(&self) -> &BreakerRegistry<EndpointId> {
+        &self.registry
+    }
+
+    /// The breaker of a joining endpoint.
+    pub(crate) fn breaker_for(&self, id: &EndpointId) -> Result<CircuitBreaker, RegistryError> {
+        self.registry.get(id)
+    }
+
+    /// Forgets the breaker of a leaving endpoint — only if the registry
+    /// still holds *that* breaker under its id (a replacement endpoint of
+    /// the same id may hold a newer one). Handles held by calls in flight
+    /// keep working, detached.
+    pub(crate) fn release(&self, id: &EndpointId, breaker: &CircuitBreaker) {
+        if self
+            .registry
+            .peek(id)
+            .is_some_and(|current| current.ptr_eq(breaker))
+        {
+            self.registry.remove(id);
         }
-        b.build()
     }
-
-    /// Forgets the breaker of a leaving endpoint (its handles, held by
-    /// requests still in flight, keep working, detached).
-    pub(crate) fn release(&self, breaker: &CircuitBreaker) {
-        breaker.unsubscribe_all();
-    }
-}
-
-/// A stable hash of an endpoint id (FNV-1a: the same in every process,
-/// unlike std's randomly keyed hasher), for the breakers' instance ids.
-fn id_hash(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -6,11 +6,12 @@ use super::balance::{BalanceState, Balancer};
 use super::breakers::BreakerFamily;
 use super::set::{EndpointSet, breaker_error, validate_endpoints};
 use super::shared::Shared;
-use super::{Cluster, EndpointConfig};
+use super::{Cluster, EndpointConfig, EndpointId};
 use crate::breaker::CircuitBreakerConfig;
 use crate::clock::{Clock, SharedClock};
 use crate::outlier::{EventHub, HealthBook, OutlierConfig, OutlierDetector, check_percent};
 use crate::pipeline::PolicyConfigError;
+use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, Mutex};
 
 /// Everything that shapes a cluster: its endpoints, how it balances, its
@@ -115,11 +116,12 @@ impl ClusterConfig {
 ///     .unwrap();
 /// assert_eq!(cluster.len(), 2);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ClusterBuilder {
     config: ClusterConfig,
     clock: Option<SharedClock>,
     seed: Option<u64>,
+    registry: Option<BreakerRegistry<EndpointId>>,
 }
 
 impl ClusterBuilder {
@@ -150,6 +152,17 @@ impl ClusterBuilder {
     /// The endpoints' breaker template.
     pub fn breaker(mut self, config: CircuitBreakerConfig) -> Self {
         self.config.breaker = config;
+        self
+    }
+
+    /// Takes the endpoints' breakers from `registry` (keyed by endpoint id)
+    /// instead of a registry of the cluster's own made from `breaker`: for
+    /// per-endpoint overrides, or to watch every cluster's breakers in one
+    /// place. Give it `idle_ttl: None` (an evicted breaker would leave its
+    /// endpoint holding a detached one) and `OverflowPolicy::Reject`
+    /// (endpoints sharing an overflow breaker would trip together).
+    pub fn breaker_registry(mut self, registry: BreakerRegistry<EndpointId>) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -194,8 +207,11 @@ impl ClusterBuilder {
             use std::hash::{BuildHasher, RandomState};
             RandomState::new().hash_one(0x0063_6c75_7374_6572_u64)
         });
-        let family = BreakerFamily::new(config.breaker.clone(), clock.clone(), self.seed)
-            .map_err(breaker_error)?;
+        let family = match self.registry {
+            Some(r) => BreakerFamily::from_registry(r),
+            None => BreakerFamily::new(config.breaker.clone(), clock.clone(), self.seed)
+                .map_err(breaker_error)?,
+        };
         let (set, _) = EndpointSet::empty().rebuild(&config.endpoints, &family)?;
         let now = clock.now();
         let shared = Shared {
@@ -215,5 +231,17 @@ impl ClusterBuilder {
         Ok(Cluster {
             shared: Arc::new(shared),
         })
+    }
+}
+
+impl std::fmt::Debug for ClusterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterBuilder")
+            .field("config", &self.config)
+            .field(
+                "registry",
+                &self.registry.as_ref().map(|r| r.family().to_owned()),
+            )
+            .finish()
     }
 }

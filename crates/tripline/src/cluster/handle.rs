@@ -9,11 +9,12 @@ use super::config::{ClusterBuilder, ClusterConfig};
 use super::endpoint::{Endpoint, EndpointConfig};
 use super::outcome::EndpointOutcome;
 use super::shared::Shared;
-use super::{Balancer, Unavailable};
+use super::{Balancer, EndpointId, Unavailable};
 use crate::breaker::OwnedPermit;
 use crate::clock::{Clock, SharedClock, Timestamp};
 use crate::outlier::{ClusterEvent, ClusterSubscription, HubOwner, OutlierConfig};
 use crate::pipeline::PolicyConfigError;
+use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, lock};
 use crate::timeout::Deadline;
 
@@ -140,8 +141,14 @@ impl Cluster {
     }
 
     /// The template of the endpoints' breakers.
-    pub fn breaker_config(&self) -> &crate::breaker::CircuitBreakerConfig {
-        self.shared.family.config()
+    pub fn breaker_config(&self) -> crate::breaker::CircuitBreakerConfig {
+        self.shared.family.registry().family_config()
+    }
+
+    /// The endpoints' breakers, keyed by endpoint id: for registry-wide
+    /// stats, events of every endpoint breaker, snapshots.
+    pub fn breakers(&self) -> &BreakerRegistry<EndpointId> {
+        self.shared.family.registry()
     }
 
     /// The outlier detection config, if it is on.

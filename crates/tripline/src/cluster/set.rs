@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::breakers::BreakerFamily;
-use super::endpoint::{Endpoint, EndpointConfig};
+use super::endpoint::{Endpoint, EndpointConfig, EndpointId};
 use crate::pipeline::PolicyConfigError;
 
 /// One version of a cluster's endpoints, with the weight table.
@@ -83,7 +83,8 @@ impl EndpointSet {
             .iter()
             .map(|e| (e.id().as_str(), e))
             .collect();
-        let mut next = Vec::with_capacity(configs.len());
+        let mut next: Vec<Endpoint> = Vec::with_capacity(configs.len());
+        let mut created = Vec::new();
         for c in configs {
             let endpoint = match old.remove(c.id.as_str()) {
                 Some(e) if *e.inner.address == *c.address => {
@@ -92,7 +93,29 @@ impl EndpointSet {
                 }
                 // A new endpoint, or a known id at a new address: a new
                 // instance deserves a fresh breaker and outlier record.
-                _ => Endpoint::new(c, family.breaker_for(&c.id).map_err(breaker_error)?),
+                replaced => {
+                    if let Some(e) = replaced {
+                        family.release(e.id(), e.breaker());
+                    }
+                    let id = EndpointId::from(c.id.as_str());
+                    match family.breaker_for(&id) {
+                        Ok(b) => {
+                            let e = Endpoint::new(c, b);
+                            created.push(e.clone());
+                            e
+                        }
+                        Err(err) => {
+                            for e in &created {
+                                family.release(e.id(), e.breaker());
+                            }
+                            return Err(PolicyConfigError::new(
+                                "cluster",
+                                "breaker",
+                                format!("for endpoint `{}`: {err}", c.id),
+                            ));
+                        }
+                    }
+                }
             };
             next.push(endpoint);
         }

@@ -217,7 +217,7 @@ impl Shared {
             book.recount(&next, &mut ctx);
         }
         for e in &gone {
-            self.family.release(e.breaker());
+            self.family.release(e.id(), e.breaker());
         }
         self.events.emit(&ctx.events);
         Ok(())
