@@ -20,6 +20,11 @@
 //!   tenant, bounded in number and evicted when idle.
 //! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
 //!   dependency is overloaded but working (the breaker is for "down").
+//! * [`cluster`] — one dependency, many endpoints: balancing, a breaker per
+//!   endpoint, and the six Dubbo strategies (failover, failfast, failsafe,
+//!   durable failback, forking, broadcast); [`outlier`] — Envoy-style
+//!   outlier detection and panic mode, to route around the few sick
+//!   endpoints without ever routing around all of them.
 //!
 //! ```
 //! use std::time::Duration;

@@ -54,6 +54,12 @@ impl BroadcastConfig {
 }
 
 /// Why one endpoint did not take the broadcast.
+///
+/// ```
+/// use tripline::cluster::EndpointFailure;
+/// let f: EndpointFailure<&str> = EndpointFailure::Failed("stale cache");
+/// assert!(matches!(f, EndpointFailure::Failed(_)));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum EndpointFailure<E> {
     /// Its breaker refused the call.
@@ -63,6 +69,14 @@ pub enum EndpointFailure<E> {
 }
 
 /// Every endpoint's result, in the cluster's order.
+///
+/// ```
+/// use tripline::cluster::{BroadcastReport, EndpointFailure};
+/// let report: BroadcastReport<(), &str> = BroadcastReport {
+///     results: vec![("a".into(), Ok(())), ("b".into(), Err(EndpointFailure::Failed("down")))],
+/// };
+/// assert_eq!((report.succeeded(), report.failed()), (1, 1));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct BroadcastReport<T, E> {
     /// `(endpoint, result)` for every endpoint.
@@ -82,6 +96,15 @@ impl<T, E> BroadcastReport<T, E> {
 }
 
 /// The broadcast failed: the cluster was empty, or too many endpoints failed.
+///
+/// ```
+/// use tripline::cluster::{BroadcastError, BroadcastReport, EndpointFailure};
+/// let e: BroadcastError<(), &str> = BroadcastError::Failed {
+///     fail_percent: None,
+///     report: BroadcastReport { results: vec![("a".into(), Err(EndpointFailure::Failed("down")))] },
+/// };
+/// assert_eq!(e.to_string(), "broadcast failed on 1 of 1 endpoint(s)");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum BroadcastError<T, E> {
     /// The cluster has no endpoints.

@@ -22,25 +22,25 @@
 //! "not yet tried" stays exact while discovery changes the set.
 
 mod config;
+mod run;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 pub use config::{FailoverConfig, FailoverStats};
 
-use self::config::{Counters, Stop};
-use super::balance::Tried;
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier, EndpointOutcome};
-use super::set::EndpointSet;
-use super::shared::{Shared, check_deadline};
-use super::{Cluster, ClusterAttempt, ClusterError, Endpoint, EndpointId};
+use self::config::Counters;
+use self::run::{Run, Step};
+use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
+use super::shared::Shared;
+use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::Clock;
 use crate::pipeline::PolicyConfigError;
 use crate::sync::Arc;
-use crate::timeout::{Deadline, SharedTimer};
+use crate::timeout::SharedTimer;
 
 struct Inner {
     config: FailoverConfig,
@@ -80,6 +80,21 @@ pub struct Failover {
 }
 
 /// Builds a [`Failover`].
+///
+/// ```
+/// use tripline::budget::{RetryBudget, RetryBudgetConfig};
+/// use tripline::cluster::{Cluster, EndpointConfig, Failover, FailoverConfig};
+///
+/// let cluster = Cluster::builder().endpoint(EndpointConfig::new("a", "a:80")).build().unwrap();
+/// let budget = RetryBudget::try_new(RetryBudgetConfig::default()).unwrap();
+/// let failover = Failover::builder(cluster)
+///     .config(FailoverConfig { retries: 1, ..Default::default() })
+///     .budget(budget.clone())
+///     .seed(7)
+///     .build()
+///     .unwrap();
+/// assert!(failover.budget().unwrap().ptr_eq(&budget));
+/// ```
 pub struct FailoverBuilder {
     cluster: Cluster,
     config: FailoverConfig,
@@ -129,140 +144,6 @@ impl FailoverBuilder {
             }),
         })
     }
-}
-
-/// What the loop does after an attempt.
-enum Step<T, E> {
-    Finish(Result<T, ClusterError<E>>),
-    Next(Duration),
-}
-
-/// One logical call in progress, shared by the sync and async loops.
-struct Run<'a, T, E> {
-    s: &'a Shared,
-    f: &'a Inner,
-    deadline: Option<Deadline>,
-    tried: Tried,
-    made: u32,
-    wait: Duration,
-    last: Option<(EndpointId, Result<T, E>)>,
-}
-
-impl<'a, T, E> Run<'a, T, E> {
-    #[inline]
-    fn begin(s: &'a Shared, f: &'a Inner) -> Result<Self, ClusterError<E>> {
-        s.tick();
-        let deadline = Deadline::current();
-        check_deadline(deadline, s.clock.now(), f.config.min_remaining)
-            .map_err(ClusterError::DeadlineExceeded)?;
-        f.counters.call();
-        if let Some(b) = &f.budget {
-            b.deposit();
-        }
-        Ok(Run {
-            s,
-            f,
-            deadline,
-            tried: Tried::new(),
-            made: 0,
-            wait: Duration::ZERO,
-            last: None,
-        })
-    }
-
-    /// After selection: `Err` ends the call with its final result
-    /// (nothing left to select, or no budget for a failover).
-    #[inline]
-    fn admit<P>(
-        &mut self,
-        picked: Option<(usize, P)>,
-        set: &EndpointSet,
-    ) -> Result<(usize, P, ClusterAttempt), Result<T, ClusterError<E>>> {
-        let Some((i, permit)) = picked else {
-            return Err(match self.last.take() {
-                Some(last) => {
-                    self.f.counters.stop(Stop::NoEndpointLeft);
-                    finish(self.made, last)
-                }
-                None => Err(self.s.unavailable(set, &self.tried).into()),
-            });
-        };
-        if self.made > 0
-            && let Some(b) = &self.f.budget
-            && !b.try_withdraw()
-        {
-            self.f.counters.stop(Stop::Budget);
-            let made = self.made;
-            return Err(match self.last.take() {
-                // A retried `Ok` (classified a failure) is returned as it is.
-                Some(last) => finish(made, last).map_err(|e| ClusterError::BudgetExhausted {
-                    attempts: made,
-                    last: Box::new(e),
-                }),
-                None => Err(self.s.unavailable(set, &self.tried).into()),
-            });
-        }
-        self.tried.push(i);
-        self.made += 1;
-        self.f.counters.attempt(self.made > 1);
-        let attempt = ClusterAttempt {
-            number: self.made,
-            deadline: self.deadline,
-        };
-        Ok((i, permit, attempt))
-    }
-
-    /// After an attempt on `endpoint` that ended at `now`.
-    #[inline]
-    fn after(
-        &mut self,
-        endpoint: &Endpoint,
-        outcome: EndpointOutcome,
-        result: Result<T, E>,
-        now: Timestamp,
-    ) -> Step<T, E> {
-        let last = (endpoint.id().clone(), result);
-        if !outcome.is_failure() {
-            return Step::Finish(finish(self.made, last));
-        }
-        let c = &self.f.config;
-        let stop = if !(c.idempotent || outcome.never_sent()) {
-            Some(Stop::NonIdempotent)
-        } else if self.made > c.retries {
-            Some(Stop::Retries)
-        } else {
-            None
-        };
-        if let Some(stop) = stop {
-            self.f.counters.stop(stop);
-            return Step::Finish(finish(self.made, last));
-        }
-        let mut rng = self.f.rng.load(Ordering::Relaxed);
-        let wait = c.backoff.delay(self.made - 1, self.wait, &mut rng);
-        self.f.rng.store(rng, Ordering::Relaxed);
-        if let Some(d) = self.deadline
-            && d.instant() - now < wait + c.min_remaining.max(Duration::from_nanos(1))
-        {
-            self.f.counters.stop(Stop::Deadline);
-            return Step::Finish(finish(self.made, last));
-        }
-        self.wait = wait;
-        self.last = Some(last);
-        Step::Next(wait)
-    }
-}
-
-/// The call's result from its last attempt.
-#[inline]
-fn finish<T, E>(
-    attempts: u32,
-    (endpoint, result): (EndpointId, Result<T, E>),
-) -> Result<T, ClusterError<E>> {
-    result.map_err(|error| ClusterError::Failed {
-        endpoint,
-        attempts,
-        error,
-    })
 }
 
 impl Failover {

@@ -2,21 +2,17 @@
 
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use super::balance::{self, NONE_TRIED};
 use super::config::{ClusterBuilder, ClusterConfig};
 use super::endpoint::{Endpoint, EndpointConfig};
-use super::outcome::EndpointOutcome;
 use super::shared::Shared;
-use super::{Balancer, EndpointId, Unavailable};
-use crate::breaker::OwnedPermit;
-use crate::clock::{Clock, SharedClock, Timestamp};
+use super::{Balancer, EndpointId, Lease, Unavailable};
+use crate::clock::{Clock, SharedClock};
 use crate::outlier::{ClusterEvent, ClusterSubscription, HubOwner, OutlierConfig};
 use crate::pipeline::PolicyConfigError;
 use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, lock};
-use crate::timeout::Deadline;
 
 /// A dependency's endpoints with their balancer, breakers and outlier
 /// detection: a cheap handle, clones share one cluster. The strategies
@@ -43,27 +39,19 @@ pub struct Cluster {
     pub(crate) shared: Arc<Shared>,
 }
 
-/// What an attempt knows about itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClusterAttempt {
-    pub(crate) number: u32,
-    pub(crate) deadline: Option<Deadline>,
-}
-
-impl ClusterAttempt {
-    /// 1 for the first attempt, 2 for the first failover, …; for forking and
-    /// broadcast, the fork's or endpoint's rank (1-based).
-    pub fn number(&self) -> u32 {
-        self.number
-    }
-
-    /// The call's deadline, if any: give it to the client's own timeout.
-    pub fn deadline(&self) -> Option<Deadline> {
-        self.deadline
-    }
-}
-
 /// The cluster's health at a glance.
+///
+/// ```
+/// use tripline::cluster::{Cluster, EndpointConfig};
+///
+/// let cluster = Cluster::builder()
+///     .endpoints([EndpointConfig::new("a", "a:80"), EndpointConfig::new("b", "b:80")])
+///     .build()
+///     .unwrap();
+/// cluster.mark_unhealthy("b", true);
+/// let h = cluster.health();
+/// assert_eq!((h.endpoints, h.routable, h.ejected, h.panic), (2, 1, 0, false));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClusterHealth {
     /// Endpoints in the cluster.
@@ -297,60 +285,6 @@ impl fmt::Debug for Cluster {
             .field("balancer", &self.shared.balancer)
             .field("endpoints", &self.shared.set.load().endpoints)
             .field("panic", &self.is_panicking())
-            .finish()
-    }
-}
-
-/// One endpoint chosen for one call, holding its breaker permit and its
-/// place in the endpoint's outstanding count.
-#[must_use = "record the outcome, or drop the lease to release it neutrally"]
-pub struct Lease {
-    endpoint: Endpoint,
-    permit: Option<OwnedPermit>,
-    cluster: Cluster,
-    start: Timestamp,
-}
-
-impl Lease {
-    /// The endpoint to call.
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    /// Whether the call is the endpoint breaker's half-open probe.
-    pub fn is_probe(&self) -> bool {
-        self.permit.as_ref().is_some_and(OwnedPermit::is_probe)
-    }
-
-    /// Records the call's outcome (timed from the selection).
-    pub fn record(self, outcome: EndpointOutcome) {
-        let elapsed = self.cluster.shared.clock.now() - self.start;
-        self.record_elapsed(outcome, elapsed);
-    }
-
-    /// Records the call's outcome and duration.
-    pub fn record_elapsed(mut self, outcome: EndpointOutcome, elapsed: Duration) {
-        if let Some(p) = self.permit.take() {
-            p.record(outcome.breaker_outcome(), elapsed);
-        }
-        self.cluster.shared.record_outlier(&self.endpoint, outcome);
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.endpoint
-            .inner
-            .outstanding
-            .fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl fmt::Debug for Lease {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease")
-            .field("endpoint", &self.endpoint.id())
-            .field("probe", &self.is_probe())
             .finish()
     }
 }

@@ -156,6 +156,11 @@ where
 
 /// `Ok` is a success, `Err` an upstream failure (retryable when the
 /// operation is idempotent).
+///
+/// ```
+/// use tripline::cluster::{DefaultEndpointClassifier, EndpointClassifier, EndpointOutcome};
+/// assert_eq!(DefaultEndpointClassifier.classify(&Err::<(), _>("x")), EndpointOutcome::UpstreamFailure);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultEndpointClassifier;
 

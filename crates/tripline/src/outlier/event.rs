@@ -11,6 +11,11 @@ use crate::cluster::EndpointId;
 use crate::sync::{Mutex, lock};
 
 /// The detector behind an ejection.
+///
+/// ```
+/// use tripline::outlier::Detector;
+/// assert_eq!(Detector::SuccessRate.to_string(), "success_rate");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -53,6 +58,12 @@ impl fmt::Display for Detector {
 }
 
 /// The numbers a detector decided on.
+///
+/// ```
+/// use tripline::outlier::DetectorStats;
+/// let s = DetectorStats::Consecutive { count: 5, threshold: 5 };
+/// assert!(matches!(s, DetectorStats::Consecutive { count: 5, .. }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DetectorStats {
     /// A streak of errors.
@@ -89,6 +100,11 @@ pub enum DetectorStats {
 }
 
 /// Why a detection did not eject.
+///
+/// ```
+/// use tripline::outlier::SkipReason;
+/// assert_ne!(SkipReason::NotEnforced, SkipReason::MaxEjectionPercent { cap: 1 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SkipReason {
     /// The detector's `enforcing_percent` roll said no (detect-only rollout).
@@ -101,6 +117,12 @@ pub enum SkipReason {
 }
 
 /// The share of routable endpoints when panic mode changed.
+///
+/// ```
+/// use tripline::outlier::PanicStats;
+/// let s = PanicStats { healthy: 1, total: 4, threshold_percent: 50 };
+/// assert!(s.healthy * 100 < s.threshold_percent as usize * s.total); // panicking
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PanicStats {
     /// Endpoints neither ejected nor marked unhealthy.
@@ -112,6 +134,29 @@ pub struct PanicStats {
 }
 
 /// What happened.
+///
+/// ```
+/// use tripline::clock::ManualClock;
+/// use tripline::cluster::{Cluster, EndpointConfig, EndpointOutcome};
+/// use tripline::outlier::{ClusterEventKind, ConsecutiveConfig, OutlierConfig};
+/// use std::sync::{Arc, Mutex};
+///
+/// let cluster = Cluster::builder()
+///     .endpoints([EndpointConfig::new("a", "a:80"), EndpointConfig::new("b", "b:80")])
+///     .outlier(OutlierConfig {
+///         max_ejection_percent: 50,
+///         consecutive_failures: Some(ConsecutiveConfig { threshold: 1, enforcing_percent: 100 }),
+///         ..Default::default()
+///     })
+///     .clock(ManualClock::new())
+///     .build()
+///     .unwrap();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let _sub = cluster.subscribe(move |e| sink.lock().unwrap().push(e.kind.clone()));
+/// cluster.select().unwrap().record(EndpointOutcome::GatewayFailure);
+/// assert!(matches!(seen.lock().unwrap()[0], ClusterEventKind::Ejected { ejected: 1, total: 2, .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClusterEventKind {
     /// An endpoint was ejected from load balancing.
@@ -156,6 +201,18 @@ pub enum ClusterEventKind {
 }
 
 /// An event of a cluster, with its name and time.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tripline::clock::Timestamp;
+/// use tripline::outlier::{ClusterEvent, ClusterEventKind, PanicStats};
+/// let e = ClusterEvent {
+///     cluster: Arc::from("geo"),
+///     at: Timestamp::ZERO,
+///     kind: ClusterEventKind::PanicLeft(PanicStats { healthy: 3, total: 4, threshold_percent: 50 }),
+/// };
+/// assert_eq!(&*e.cluster, "geo");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClusterEvent {
     /// The cluster's name.

@@ -13,6 +13,11 @@ use crate::retry::RetryBackoff;
 ///
 /// An entry is acknowledged ([`Submitted::Queued`](super::Submitted::Queued))
 /// only after its record is written under this policy.
+///
+/// ```
+/// use tripline::cluster::FsyncPolicy;
+/// assert_eq!(FsyncPolicy::default(), FsyncPolicy::EveryEntry);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -120,6 +125,12 @@ impl FailbackConfig {
 }
 
 /// Why the failback queue refused, or could not be opened.
+///
+/// ```
+/// use tripline::cluster::FailbackError;
+/// let e = FailbackError::Full { bound: "max_entries", limit: 10, current: 10 };
+/// assert_eq!(e.to_string(), "failback queue is full: 10 pending, `max_entries` is 10");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum FailbackError {
     /// A file operation failed (the directory is not writable, the disk is full…).
@@ -170,6 +181,12 @@ pub enum FailbackError {
 }
 
 /// The corrupt tail found when opening a queue file.
+///
+/// ```
+/// use tripline::cluster::CorruptTail;
+/// let tail = CorruptTail { offset: 8, len: 40, reason: "checksum mismatch", quarantined: "q/failback.log.corrupt-8".into() };
+/// assert_eq!(tail.offset + tail.len, 48);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CorruptTail {
     /// Where the readable prefix ends: the first bad byte's offset.
@@ -184,6 +201,11 @@ pub struct CorruptTail {
 }
 
 /// What opening the queue found.
+///
+/// ```
+/// let report = tripline::cluster::OpenReport::default();
+/// assert_eq!((report.recovered, report.corrupt), (0, None));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Entries pending, replayed from the file.
@@ -198,6 +220,13 @@ pub struct OpenReport {
 /// disk and must mean the same after a restart (a monotonic clock restarts
 /// with the process). Readings never decrease within a process; a wall
 /// clock stepped backwards between processes only delays retries.
+///
+/// ```
+/// use tripline::clock::Clock;
+/// use tripline::cluster::WallClock;
+/// let (a, b) = (WallClock.now(), WallClock.now());
+/// assert!(b >= a && a.as_secs_f64() > 1.7e9); // seconds since 1970
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WallClock;
 
