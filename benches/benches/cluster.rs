@@ -69,6 +69,10 @@ fn selection(c: &mut Criterion) {
     }
     g.finish();
     let mut g = c.benchmark_group("cluster_call");
+    // The closure alone, for reference.
+    g.bench_function("bare", |b| {
+        b.iter(|| black_box(Ok::<u32, ()>(black_box(1))))
+    });
     for n in [10, 1000] {
         for balancer in BALANCERS {
             let ff = Failfast::new(cluster(n, balancer));
