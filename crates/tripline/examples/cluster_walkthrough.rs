@@ -58,7 +58,7 @@ fn main() {
         .seed(3)
         .build()
         .expect("valid cluster");
-    let failover = Failover::new(
+    let failover = Failover::try_new(
         cluster.clone(),
         FailoverConfig {
             retries: 2,

@@ -42,7 +42,7 @@
 //!     .clock(ManualClock::new())
 //!     .build()
 //!     .unwrap();
-//! let failover = Failover::new(cluster.clone(), FailoverConfig { retries: 2, ..Default::default() }).unwrap();
+//! let failover = Failover::try_new(cluster.clone(), FailoverConfig { retries: 2, ..Default::default() }).unwrap();
 //!
 //! // `a` is down: the call moves on to the next endpoint.
 //! let answer = failover.call(|endpoint, _attempt| match endpoint.id().as_str() {

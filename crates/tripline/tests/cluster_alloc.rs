@@ -54,7 +54,7 @@ fn selection_admission_and_recording_do_not_allocate() {
         let clock = ManualClock::new();
         let c = cluster(balancer, &clock);
         let failfast = Failfast::new(c.clone());
-        let failover = Failover::new(
+        let failover = Failover::try_new(
             c,
             FailoverConfig {
                 retries: 2,

@@ -25,7 +25,7 @@ fn cluster(n: usize, clock: &ManualClock) -> Cluster {
 }
 
 fn failover(c: &Cluster, config: FailoverConfig) -> Failover {
-    Failover::new(c.clone(), config).unwrap()
+    Failover::try_new(c.clone(), config).unwrap()
 }
 
 fn outcome_of(r: &Result<u32, EndpointOutcome>) -> EndpointOutcome {

@@ -95,7 +95,7 @@ fn broadcast_calls_every_endpoint_even_ejected_ones() {
     let clock = ManualClock::new();
     let c = cluster(3, &clock);
     c.mark_unhealthy("e1", true);
-    let b = Broadcast::new(c.clone(), BroadcastConfig::default()).unwrap();
+    let b = Broadcast::try_new(c.clone(), BroadcastConfig::default()).unwrap();
     let mut called = Vec::new();
     let report = b
         .call(|e, a| {
@@ -121,7 +121,7 @@ fn broadcast_fails_if_any_fails_or_beyond_fail_percent() {
             Ok(())
         }
     };
-    let strict = Broadcast::new(c.clone(), BroadcastConfig::default()).unwrap();
+    let strict = Broadcast::try_new(c.clone(), BroadcastConfig::default()).unwrap();
     match strict.call(fail_two) {
         Err(BroadcastError::Failed {
             fail_percent: None,
@@ -131,7 +131,7 @@ fn broadcast_fails_if_any_fails_or_beyond_fail_percent() {
         }
         other => panic!("{other:?}"),
     }
-    let lenient = Broadcast::new(
+    let lenient = Broadcast::try_new(
         c.clone(),
         BroadcastConfig {
             fail_percent: Some(20),
@@ -143,7 +143,7 @@ fn broadcast_fails_if_any_fails_or_beyond_fail_percent() {
         2,
         "2 of 10 is not more than 20%"
     );
-    let tight = Broadcast::new(
+    let tight = Broadcast::try_new(
         c.clone(),
         BroadcastConfig {
             fail_percent: Some(19),
@@ -166,7 +166,7 @@ fn broadcast_fails_if_any_fails_or_beyond_fail_percent() {
         }
         other => panic!("{other:?}"),
     }
-    let empty = Broadcast::new(
+    let empty = Broadcast::try_new(
         Cluster::builder().name("none").build().unwrap(),
         BroadcastConfig::default(),
     )
@@ -181,7 +181,7 @@ fn broadcast_fails_if_any_fails_or_beyond_fail_percent() {
 fn bad_strategy_settings_are_named() {
     let clock = ManualClock::new();
     let c = cluster(1, &clock);
-    let e = Broadcast::new(
+    let e = Broadcast::try_new(
         c.clone(),
         BroadcastConfig {
             fail_percent: Some(101),
@@ -192,7 +192,7 @@ fn bad_strategy_settings_are_named() {
         e.to_string(),
         "invalid broadcast config: `fail_percent` is a percentage and must be between 0 and 100, got 101"
     );
-    let e = tripline::cluster::Forking::new(c, tripline::cluster::ForkingConfig { forks: 0 })
+    let e = tripline::cluster::Forking::try_new(c, tripline::cluster::ForkingConfig { forks: 0 })
         .unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -234,7 +234,7 @@ mod with_tokio {
     #[tokio::test(start_paused = true)]
     async fn forking_takes_the_first_success_and_cancels_the_losers() {
         let c = tokio_cluster(3);
-        let forking = Forking::new(c.clone(), ForkingConfig { forks: 3 }).unwrap();
+        let forking = Forking::try_new(c.clone(), ForkingConfig { forks: 3 }).unwrap();
         let dropped = Arc::new(AtomicU32::new(0));
         let finished = Arc::new(AtomicU32::new(0));
         let started = std::sync::Mutex::new(Vec::new());
@@ -274,7 +274,7 @@ mod with_tokio {
     #[tokio::test(start_paused = true)]
     async fn a_failing_fork_does_not_win() {
         let c = tokio_cluster(2);
-        let forking = Forking::new(c, ForkingConfig { forks: 2 }).unwrap();
+        let forking = Forking::try_new(c, ForkingConfig { forks: 2 }).unwrap();
         let r = forking
             .call(|_, a| async move {
                 if a.number() == 1 {
@@ -305,7 +305,7 @@ mod with_tokio {
     #[tokio::test(start_paused = true)]
     async fn forks_are_limited_by_endpoints_and_budget() {
         let c = tokio_cluster(2);
-        let forking = Forking::new(c.clone(), ForkingConfig { forks: 5 }).unwrap();
+        let forking = Forking::try_new(c.clone(), ForkingConfig { forks: 5 }).unwrap();
         let n = AtomicU32::new(0);
         forking
             .call(|_, _| {
@@ -324,7 +324,7 @@ mod with_tokio {
             TokioTimer.clock(),
         )
         .unwrap();
-        let thrifty = Forking::new(c, ForkingConfig { forks: 2 })
+        let thrifty = Forking::try_new(c, ForkingConfig { forks: 2 })
             .unwrap()
             .with_budget(budget);
         let n = AtomicU32::new(0);
@@ -341,7 +341,7 @@ mod with_tokio {
     #[tokio::test(start_paused = true)]
     async fn forking_is_bounded_by_the_deadline_on_a_timer() {
         let c = tokio_cluster(2);
-        let forking = Forking::new(c, ForkingConfig { forks: 2 })
+        let forking = Forking::try_new(c, ForkingConfig { forks: 2 })
             .unwrap()
             .with_timer(Arc::new(TokioTimer));
         let deadline = Deadline::after(&TokioTimer.clock(), ms(100));
@@ -357,7 +357,7 @@ mod with_tokio {
     #[tokio::test(start_paused = true)]
     async fn async_broadcast_calls_all_endpoints_at_once() {
         let c = tokio_cluster(4);
-        let b = Broadcast::new(c, BroadcastConfig::default()).unwrap();
+        let b = Broadcast::try_new(c, BroadcastConfig::default()).unwrap();
         let t0 = tokio::time::Instant::now();
         let report = b
             .call_async(|e, _| async move {

@@ -215,3 +215,48 @@ proptest! {
         }
     }
 }
+
+/// Calls on several threads while discovery changes the endpoints and
+/// analysis passes run: the health counts stay exact and within the cap.
+#[test]
+fn health_counts_stay_exact_under_concurrent_calls_and_updates() {
+    let clock = ManualClock::new();
+    let c = cluster(8, 50, false, 50, &clock);
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let c = c.clone();
+            s.spawn(move || {
+                for i in 0..4000u64 {
+                    let fail = (i * 7 + t) % 5 < 2;
+                    if let Ok(l) = c.select() {
+                        l.record(if fail {
+                            EndpointOutcome::UpstreamFailure
+                        } else {
+                            EndpointOutcome::Success
+                        });
+                    }
+                }
+            });
+        }
+        let c = c.clone();
+        let clock = clock.clone();
+        s.spawn(move || {
+            for k in 0..300usize {
+                let n = 4 + k % 5;
+                c.set_endpoints(
+                    (0..n)
+                        .map(|i| EndpointConfig::new(format!("e{i}"), format!("e{i}:80")))
+                        .collect(),
+                )
+                .unwrap();
+                clock.advance(Duration::from_secs(7));
+                c.analyze();
+            }
+        });
+    });
+    let h = c.health();
+    let flagged = c.endpoints().iter().filter(|e| e.is_ejected()).count();
+    assert_eq!(h.ejected, flagged);
+    assert_eq!(h.routable, c.len() - flagged);
+    assert!(h.ejected <= ejection_cap(8, 50, false));
+}

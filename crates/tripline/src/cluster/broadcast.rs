@@ -152,7 +152,7 @@ impl<T: fmt::Debug, E: fmt::Debug> std::error::Error for BroadcastError<T, E> {}
 ///     .endpoints(["a", "b", "c"].map(|id| EndpointConfig::new(id, id)))
 ///     .build()
 ///     .unwrap();
-/// let invalidate = Broadcast::new(cluster, BroadcastConfig::default()).unwrap();
+/// let invalidate = Broadcast::try_new(cluster, BroadcastConfig::default()).unwrap();
 /// let report = invalidate.call(|e, _| Ok::<_, ()>(e.id().to_string())).unwrap();
 /// assert_eq!(report.succeeded(), 3);
 /// let err = invalidate.call(|e, _| if e.id().as_str() == "b" { Err("down") } else { Ok(()) });
@@ -166,7 +166,7 @@ pub struct Broadcast {
 
 impl Broadcast {
     /// Broadcasts over `cluster` judged by `config`.
-    pub fn new(cluster: Cluster, config: BroadcastConfig) -> Result<Self, PolicyConfigError> {
+    pub fn try_new(cluster: Cluster, config: BroadcastConfig) -> Result<Self, PolicyConfigError> {
         config.validate()?;
         Ok(Broadcast { cluster, config })
     }

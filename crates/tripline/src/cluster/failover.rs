@@ -61,7 +61,7 @@ struct Inner {
 ///     .build()
 ///     .unwrap();
 /// // A payment: not idempotent.
-/// let pay = Failover::new(cluster, FailoverConfig { idempotent: false, ..Default::default() }).unwrap();
+/// let pay = Failover::try_new(cluster, FailoverConfig { idempotent: false, ..Default::default() }).unwrap();
 /// let mut sent = 0;
 /// let r = pay.call_with(
 ///     &|r: &Result<(), &str>| match r {
@@ -148,7 +148,7 @@ impl FailoverBuilder {
 
 impl Failover {
     /// Failover over `cluster` with `config`, no budget.
-    pub fn new(cluster: Cluster, config: FailoverConfig) -> Result<Self, PolicyConfigError> {
+    pub fn try_new(cluster: Cluster, config: FailoverConfig) -> Result<Self, PolicyConfigError> {
         Self::builder(cluster).config(config).build()
     }
 

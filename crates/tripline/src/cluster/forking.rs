@@ -90,7 +90,7 @@ impl ForkingConfig {
 ///     .endpoints(["slow", "fast"].map(|id| EndpointConfig::new(id, id)))
 ///     .build()
 ///     .unwrap();
-/// let forking = Forking::new(cluster, ForkingConfig { forks: 2 }).unwrap();
+/// let forking = Forking::try_new(cluster, ForkingConfig { forks: 2 }).unwrap();
 /// let winner = forking
 ///     .call(|e, _| async move {
 ///         let ms = if e.id().as_str() == "slow" { 1000 } else { 5 };
@@ -112,7 +112,7 @@ pub struct Forking {
 
 impl Forking {
     /// Forking over `cluster` with `config`, no budget, no timer.
-    pub fn new(cluster: Cluster, config: ForkingConfig) -> Result<Self, PolicyConfigError> {
+    pub fn try_new(cluster: Cluster, config: ForkingConfig) -> Result<Self, PolicyConfigError> {
         config.validate()?;
         Ok(Forking {
             cluster,

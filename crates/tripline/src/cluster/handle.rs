@@ -223,7 +223,7 @@ impl Cluster {
     /// Counts of endpoints by health.
     pub fn health(&self) -> ClusterHealth {
         let book = lock(&self.shared.health);
-        let endpoints = self.len();
+        let endpoints = self.shared.set.load().len();
         ClusterHealth {
             endpoints,
             ejected: book.ejected,

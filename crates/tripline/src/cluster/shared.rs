@@ -86,10 +86,12 @@ impl Shared {
     }
 
     fn run_analysis(&self, o: &OutlierDetector, now: Timestamp) {
-        let set = self.set.load();
         let mut ctx = self.ctx(now);
         {
+            // The set is loaded under the health lock, which set updates
+            // also hold: the book's counts always describe this set.
             let mut book = lock(&self.health);
+            let set = self.set.load();
             outlier::analyze(&o.config, &mut book, &set, &mut ctx);
         }
         self.events.emit(&ctx.events);
@@ -156,14 +158,14 @@ impl Shared {
         let Some(o) = &self.outlier else {
             return;
         };
-        let set = self.set.load();
-        if !set.endpoints.iter().any(|x| x.ptr_eq(e)) {
-            return; // it left the cluster meanwhile
-        }
         let (threshold, enforcing) = o.streak_enforcing(d);
         let mut ctx = self.ctx(self.clock.now());
         {
             let mut book = lock(&self.health);
+            let set = self.set.load();
+            if !set.endpoints.iter().any(|x| x.ptr_eq(e)) {
+                return; // it left the cluster meanwhile
+            }
             let stats = streak_stats(e, d, threshold);
             book.try_eject(&o.config, e, set.len(), d, stats, enforcing, &mut ctx);
         }
@@ -225,13 +227,13 @@ impl Shared {
 
     /// Marks `id` unhealthy or healthy; `false` if no such endpoint.
     pub(crate) fn mark(&self, id: &str, unhealthy: bool) -> bool {
-        let set = self.set.load();
-        let Some(i) = set.position(id) else {
-            return false;
-        };
         let mut ctx = self.ctx(self.clock.now());
         {
             let mut book = lock(&self.health);
+            let set = self.set.load();
+            let Some(i) = set.position(id) else {
+                return false;
+            };
             book.set_flag(&set.endpoints[i], UNHEALTHY, unhealthy, set.len(), &mut ctx);
         }
         self.events.emit(&ctx.events);
