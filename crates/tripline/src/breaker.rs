@@ -309,10 +309,10 @@ impl CircuitBreaker {
     where
         C: Classifier<T, E> + ?Sized,
     {
-        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
         let start = self.start_timing();
         let result = f();
-        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
+        permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
     }
 
@@ -336,10 +336,10 @@ impl CircuitBreaker {
         C: Classifier<T, E> + ?Sized,
         F: Future<Output = Result<T, E>>,
     {
-        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
         let start = self.start_timing();
         let result = fut.await;
-        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
+        permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
     }
 
