@@ -653,3 +653,42 @@ fn operator_states_never_move_on_their_own() {
 
 use std::future::Future;
 use tripline::clock::Clock;
+
+/// Transitions nobody listens to take their place in the delivery order
+/// without being queued; a subscriber that arrives later gets every later
+/// transition, in order, and nothing is left stuck in the queue.
+#[test]
+fn late_subscriber_sees_later_transitions_in_order() {
+    let clock = ManualClock::new();
+    let breaker = CircuitBreaker::builder()
+        .config(count(10, 2, 0.5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    breaker.force_open();
+    breaker.reset();
+    breaker.disable();
+    breaker.reset();
+    let events = record_events(&breaker);
+    for _ in 0..2 {
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(F, Duration::from_millis(1));
+    }
+    clock.advance(Duration::from_secs(5));
+    for _ in 0..2 {
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(S, Duration::from_millis(1));
+    }
+    assert_eq!(
+        transitions(&events),
+        vec![
+            (State::Closed, State::Open, Reason::FailureRate),
+            (State::Open, State::HalfOpen, Reason::OpenDurationElapsed),
+            (State::HalfOpen, State::Closed, Reason::ProbesSucceeded),
+        ]
+    );
+}

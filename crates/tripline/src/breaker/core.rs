@@ -50,13 +50,22 @@ pub(crate) enum Admission {
 /// (even, so that it never carries [`record::LEARN_BIT`]).
 const NEVER: u64 = !1;
 
-pub(crate) struct Inner {
-    state: Padded<AtomicU64>,
+/// The words every call reads, together on one cache line of their own.
+/// All three are read-mostly (written on transitions, reconfigurations and
+/// at most once a window by the baseline), so sharing a line costs no
+/// contention, and a call through a breaker that is cold in the cache
+/// (one of 20 000 keyed breakers) misses one line for them instead of two.
+struct HotWords {
+    state: AtomicU64,
     /// The slow-call threshold in nanoseconds (`NEVER` when off): fixed, or
     /// learned by the baseline. The closed path's only tunable.
     slow_nanos: AtomicU64,
     /// How many reconfigurations replaced the window (see [`WindowChain`]).
     window_depth: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    hot: Padded<HotWords>,
     windows: WindowChain,
     pub(crate) name: Arc<str>,
     pub(crate) clock: SharedClock,
@@ -101,9 +110,11 @@ impl Inner {
         let config = &settings.config;
         let now = clock.now().as_nanos();
         let inner = Inner {
-            state: Padded(AtomicU64::new(Word::initial(State::Closed).0)),
-            slow_nanos: AtomicU64::new(NEVER),
-            window_depth: AtomicU64::new(0),
+            hot: Padded(HotWords {
+                state: AtomicU64::new(Word::initial(State::Closed).0),
+                slow_nanos: AtomicU64::new(NEVER),
+                window_depth: AtomicU64::new(0),
+            }),
             windows: WindowChain::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
             clock,
@@ -130,7 +141,7 @@ impl Inner {
 
     #[inline]
     pub(crate) fn word(&self) -> Word {
-        Word(self.state.load(Ordering::Acquire))
+        Word(self.hot.state.load(Ordering::Acquire))
     }
 
     /// The window calls record into.
@@ -138,7 +149,7 @@ impl Inner {
     pub(crate) fn window(&self) -> &Window {
         // Acquire pairs with the Release store after a reshape, so the new
         // window's initialisation is visible (free on x86).
-        let depth = self.window_depth.load(Ordering::Acquire);
+        let depth = self.hot.window_depth.load(Ordering::Acquire);
         if depth == 0 {
             self.windows.first()
         } else {
@@ -150,7 +161,7 @@ impl Inner {
     /// do not, `call` skips reading the clock altogether.
     #[inline]
     pub(crate) fn times_calls(&self) -> bool {
-        self.slow_nanos.load(Ordering::Relaxed) != NEVER
+        self.hot.slow_nanos.load(Ordering::Relaxed) != NEVER
     }
 
     /// Sets the slow-call threshold from the config: fixed, the learned
@@ -172,7 +183,7 @@ impl Inner {
                     (None, None) => NEVER,
                 },
             );
-        self.slow_nanos.store(nanos, Ordering::Relaxed);
+        self.hot.slow_nanos.store(nanos, Ordering::Relaxed);
     }
 
     /// Business calls do not probe an open breaker before `t` (a health
@@ -258,7 +269,7 @@ impl Inner {
 
     /// The slow-call threshold in force, if slow detection is on.
     pub(crate) fn slow_call_threshold(&self) -> Option<std::time::Duration> {
-        let n = self.slow_nanos.load(Ordering::Relaxed);
+        let n = self.hot.slow_nanos.load(Ordering::Relaxed);
         (n != NEVER).then(|| std::time::Duration::from_nanos(n & !record::LEARN_BIT))
     }
 

@@ -73,9 +73,9 @@ impl Inner {
         if old.window != config.window {
             let fresh = Window::new(&config.window, self.stripes());
             fresh.absorb(self.window(), now);
-            let depth = self.window_depth.load(Ordering::Acquire);
+            let depth = self.hot.window_depth.load(Ordering::Acquire);
             self.windows.push(depth, fresh);
-            self.window_depth.store(depth + 1, Ordering::Release);
+            self.hot.window_depth.store(depth + 1, Ordering::Release);
         }
         let half_open_changed = old.half_open != config.half_open;
         self.settings.store(settings);

@@ -28,7 +28,7 @@ impl Inner {
         outcome: Outcome,
         elapsed_nanos: u64,
     ) {
-        let slow_word = self.slow_nanos.load(Ordering::Relaxed);
+        let slow_word = self.hot.slow_nanos.load(Ordering::Relaxed);
         let slow = if elapsed_nanos >= slow_word { SLOW } else { 0 };
         match (admission, outcome) {
             (Admission::Free, Outcome::Success) => {
@@ -148,7 +148,9 @@ impl Inner {
             return;
         };
         if let Some(next) = baseline.update(&config, healthy, now.as_nanos()) {
-            self.slow_nanos.store(next | LEARN_BIT, Ordering::Relaxed);
+            self.hot
+                .slow_nanos
+                .store(next | LEARN_BIT, Ordering::Relaxed);
         }
     }
 

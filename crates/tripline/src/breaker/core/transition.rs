@@ -30,13 +30,14 @@ impl Inner {
     fn begin(&self, from: Word, to: Word) -> bool {
         !from.is_busy()
             && self
+                .hot
                 .state
                 .compare_exchange(from.0, to.0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
     }
 
     fn publish(&self, to: Word) {
-        self.state.store(to.published().0, Ordering::Release);
+        self.hot.state.store(to.published().0, Ordering::Release);
         self.counters.add(Counter::Transitions, 1);
     }
 
