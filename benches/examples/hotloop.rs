@@ -4,7 +4,9 @@
 //!
 //! `hotloop PATH N` runs PATH N times: `closed_count`, `closed_time`,
 //! `call` (the `call(|| ..)` entry point with slow-call timing on) or
-//! `rejected`.
+//! `rejected`. `hotloop case GROUP/NAME N` runs N calls of a workload of
+//! the peer suite (`tripline_benches::cases`), for the informational
+//! instruction counts of `scripts/bench-report`.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -34,6 +36,17 @@ fn acquire_record(b: &CircuitBreaker) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_default();
+    if path == "case" {
+        let id = args.next().unwrap_or_default();
+        let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let Some(case) = tripline_benches::cases::find(&id) else {
+            eprintln!("hotloop: no case {id}");
+            return ExitCode::FAILURE;
+        };
+        let make = case.build();
+        make().run(n);
+        return ExitCode::SUCCESS;
+    }
     let n: u64 = args
         .next()
         .and_then(|s| s.parse().ok())
