@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// Rounds of [`work`], calibrated to ~45 ns on the reference machine
 /// (re-checked for the peer suite: 41–46 ns on the 2-core development VM,
 /// see `benches/README.md`).
-pub const WORK_ROUNDS: u32 = 40;
+pub const WORK_ROUNDS: u32 = 48;
 
 /// About 45 ns of register-only work on this machine, standing in for the
 /// code around a protected call (the "with work" workloads).
