@@ -6,7 +6,7 @@
 //! `call` (the `call(|| ..)` entry point with slow-call timing on) or
 //! `rejected`. `hotloop case GROUP/NAME N` runs N calls of a workload of
 //! the peer suite (`tripline_benches::cases`), for the informational
-//! instruction counts of `scripts/bench-report`.
+//! instruction counts of `scripts/bench-report` (feature `peers`).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -36,6 +36,7 @@ fn acquire_record(b: &CircuitBreaker) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_default();
+    #[cfg(feature = "peers")]
     if path == "case" {
         let id = args.next().unwrap_or_default();
         let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);

@@ -2,7 +2,7 @@
 //! workload calls, the simulated work between calls, the timed loop, the
 //! two-thread throughput harness, and the catalogue of workloads ([`cases`])
 //! that the criterion suite, the allocation runner and the instruction
-//! counter all measure.
+//! counter all measure (feature `peers`).
 //!
 //! # Why every workload calls the operation the same way
 //!
@@ -18,6 +18,7 @@
 //! loop shape and was measured slower than a guarded call (6.1 ns against
 //! 4.2 ns), giving negative overheads.
 
+#[cfg(feature = "peers")]
 pub mod cases;
 
 use std::fmt;
