@@ -49,8 +49,8 @@ fn main() {
             .reported
             .map_or_else(|| "null".to_owned(), |f| f().to_string());
         println!(
-            "{{\"kind\":\"breaker\",\"name\":\"{}\",\"bytes\":{},\"allocations\":{},\"reported\":{reported}}}",
-            fp.name, info.bytes_current, info.count_current,
+            "{{\"kind\":\"breaker\",\"name\":\"{}\",\"breakers\":{},\"bytes\":{},\"allocations\":{},\"reported\":{reported}}}",
+            fp.name, fp.breakers, info.bytes_current, info.count_current,
         );
         drop(keep);
     }

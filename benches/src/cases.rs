@@ -15,12 +15,15 @@
 //! * `tower` — one tower call through a circuit breaker layer around a
 //!   no-op service.
 //! * `pipeline` — breaker + retry + bulkhead + timeout on the success path.
+//! * `registry` — lookup of an existing key among 20 000 keyed breakers,
+//!   alone and followed by a closed-path call.
 //!
 //! The per-library configuration of each workload is documented next to
 //! its constructor and in `benches/README.md`.
 
 mod closed;
 mod footprint;
+mod keyed;
 mod layers;
 mod mix;
 mod rejected;
@@ -82,6 +85,7 @@ pub fn all() -> Vec<Case> {
     v.extend(mix::cases());
     v.extend(layers::tower_cases());
     v.extend(layers::pipeline_cases());
+    v.extend(keyed::cases());
     v
 }
 

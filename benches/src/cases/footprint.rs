@@ -19,6 +19,8 @@ pub struct Footprint {
     pub build: fn() -> Box<dyn Any>,
     /// The library's own estimate, where it has one.
     pub reported: Option<fn() -> usize>,
+    /// How many breakers `build` makes (1, or 20 000 keyed ones).
+    pub breakers: usize,
 }
 
 /// One breaker per library, with the configurations of the `closed` workload.
@@ -28,6 +30,7 @@ pub fn footprints() -> Vec<Footprint> {
             name: "tripline",
             build: || Box::new(closed::tripline_default()),
             reported: Some(|| closed::tripline_default().memory_footprint()),
+            breakers: 1,
         },
         Footprint {
             name: "tripline_layer",
@@ -38,11 +41,13 @@ pub fn footprints() -> Vec<Footprint> {
                 )
             },
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "recloser",
             build: || Box::new(closed::recloser_default()),
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "failsafe_default",
@@ -54,6 +59,7 @@ pub fn footprints() -> Vec<Footprint> {
                 )
             },
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "failsafe_consecutive",
@@ -68,11 +74,13 @@ pub fn footprints() -> Vec<Footprint> {
                 )
             },
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "circuitbreaker_rs",
             build: || Box::new(Arc::new(closed::circuitbreaker_rs_default())),
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "tower_resilience",
@@ -81,16 +89,58 @@ pub fn footprints() -> Vec<Footprint> {
                 Box::new(super::layers::tower_resilience_breaker().layer(echo()))
             },
             reported: None,
+            breakers: 1,
         },
         Footprint {
             name: "seatbelt",
             build: || Box::new(super::layers::seatbelt_service()),
             reported: None,
+            breakers: 1,
         },
     ]
 }
 
-/// Memory of 20 000 keyed breakers: filled in once `BreakerRegistry` lands.
+/// 20 000 keyed breakers: each library's breakers in a `DashMap<String, _>`
+/// (keys included), seatbelt's one breaker partitioned into 20 000
+/// `breaker_id`s.
 pub fn keyed_footprints() -> Vec<Footprint> {
-    Vec::new()
+    use super::keyed::{KEYS, keys, map_of};
+    vec![
+        Footprint {
+            name: "tripline_dashmap",
+            build: || Box::new(map_of(&keys(), closed::tripline_default)),
+            reported: None,
+            breakers: KEYS,
+        },
+        Footprint {
+            name: "recloser_dashmap",
+            build: || Box::new(map_of(&keys(), closed::recloser_default)),
+            reported: None,
+            breakers: KEYS,
+        },
+        Footprint {
+            name: "failsafe_dashmap",
+            build: || {
+                Box::new(map_of(&keys(), || {
+                    failsafe::Config::new()
+                        .failure_policy(closed::failsafe_default_policy())
+                        .build()
+                }))
+            },
+            reported: None,
+            breakers: KEYS,
+        },
+        Footprint {
+            name: "circuitbreaker_rs_dashmap",
+            build: || Box::new(map_of(&keys(), closed::circuitbreaker_rs_default)),
+            reported: None,
+            breakers: KEYS,
+        },
+        Footprint {
+            name: "seatbelt_breaker_id",
+            build: || Box::new(super::keyed::seatbelt_keyed()),
+            reported: None,
+            breakers: KEYS,
+        },
+    ]
 }

@@ -1,0 +1,209 @@
+//! Keyed breakers: 20 000 breakers, one per key (50 services × 20 methods ×
+//! 20 instances, seed 001 §3.3.2), looked up by an existing key.
+//!
+//! None of the peers has a registry. The honest equivalent for recloser,
+//! failsafe and circuitbreaker-rs is what their users write: a concurrent
+//! map of breakers — here a `DashMap<String, _>`, the most used one. tripline's
+//! own breaker sits in the same map for comparison. seatbelt partitions one
+//! `Breaker` by a `breaker_id` derived from the input (a `BTreeMap` behind
+//! a read lock), so only its lookup-and-call is measured.
+//!
+//! Every workload walks the keys with a stride co-prime to 20 000, so
+//! successive lookups hit different keys, as in a real service.
+
+use std::future::{Ready, ready};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use layered::Service as _;
+
+use super::closed::{
+    circuitbreaker_rs_default, classify, failsafe_default_policy, recloser_default,
+    tripline_default,
+};
+use super::{Case, Factory, case, shared, shared_rt};
+use crate::{BenchError, Reply, now, op, runtime, value};
+
+/// Number of keyed breakers.
+pub const KEYS: usize = 20_000;
+const STRIDE: usize = 7_919;
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        case("registry", "bare", bare),
+        case("registry", "tripline_dashmap_lookup", tripline_lookup),
+        case("registry", "tripline_dashmap_call", tripline_call),
+        case("registry", "recloser_dashmap_lookup", recloser_lookup),
+        case("registry", "recloser_dashmap_call", recloser_call),
+        case("registry", "failsafe_dashmap_lookup", failsafe_lookup),
+        case("registry", "failsafe_dashmap_call", failsafe_call),
+        case("registry", "circuitbreaker_rs_dashmap_lookup", cbrs_lookup),
+        case("registry", "circuitbreaker_rs_dashmap_call", cbrs_call),
+        case("registry", "seatbelt_breaker_id_call", seatbelt_call),
+    ]
+}
+
+/// The keys: `service-S/method-M/instance-I`.
+pub(crate) fn keys() -> Arc<Vec<String>> {
+    let mut v = Vec::with_capacity(KEYS);
+    for s in 0..50 {
+        for m in 0..20 {
+            for i in 0..20 {
+                v.push(format!("service-{s}/method-{m}/instance-{i}"));
+            }
+        }
+    }
+    Arc::new(v)
+}
+
+/// A map of one breaker per key.
+pub(crate) fn map_of<T>(keys: &[String], make: impl Fn() -> T) -> DashMap<String, T> {
+    let map = DashMap::with_capacity(keys.len());
+    for k in keys {
+        map.insert(k.clone(), make());
+    }
+    map
+}
+
+/// Per-thread state: the shared map and keys, and a cursor.
+struct Walk<M> {
+    map: Arc<M>,
+    keys: Arc<Vec<String>>,
+    at: usize,
+}
+
+impl<M> Clone for Walk<M> {
+    fn clone(&self) -> Self {
+        Walk {
+            map: Arc::clone(&self.map),
+            keys: Arc::clone(&self.keys),
+            at: self.at,
+        }
+    }
+}
+
+impl<M> Walk<M> {
+    fn new(map: M, keys: Arc<Vec<String>>) -> Self {
+        Walk {
+            map: Arc::new(map),
+            keys,
+            at: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn next_key(&mut self) -> &str {
+        self.at = (self.at + STRIDE) % KEYS;
+        &self.keys[self.at]
+    }
+}
+
+/// The baseline: pick the next key, call the operation.
+fn bare(work: bool) -> Factory {
+    shared(Walk::new((), keys()), work, |w| {
+        let k = std::hint::black_box(w.next_key());
+        value(op()()).wrapping_add(k.len() as u64)
+    })
+}
+
+#[inline(always)]
+fn lookup<T>(w: &mut Walk<DashMap<String, T>>) -> u64 {
+    let map = Arc::clone(&w.map);
+    let key = w.next_key();
+    map.get(key).map_or(0, |r| {
+        std::hint::black_box(r.value());
+        1
+    })
+}
+
+fn walk<T: Send + Sync + 'static>(make: impl Fn() -> T) -> Walk<DashMap<String, T>> {
+    let keys = keys();
+    let map = map_of(&keys, make);
+    Walk::new(map, keys)
+}
+
+fn tripline_lookup(work: bool) -> Factory {
+    shared(walk(tripline_default), work, lookup)
+}
+
+fn tripline_call(work: bool) -> Factory {
+    shared(walk(tripline_default), work, |w| {
+        let map = Arc::clone(&w.map);
+        map.get(w.next_key()).map_or(0, |b| value(b.call(op())))
+    })
+}
+
+fn recloser_lookup(work: bool) -> Factory {
+    shared(walk(recloser_default), work, lookup)
+}
+
+fn recloser_call(work: bool) -> Factory {
+    shared(walk(recloser_default), work, |w| {
+        let map = Arc::clone(&w.map);
+        map.get(w.next_key()).map_or(0, |r| value(r.call(op())))
+    })
+}
+
+fn failsafe_breaker() -> impl failsafe::CircuitBreaker + Send + Sync + 'static {
+    failsafe::Config::new()
+        .failure_policy(failsafe_default_policy())
+        .build()
+}
+
+fn failsafe_lookup(work: bool) -> Factory {
+    shared(walk(failsafe_breaker), work, lookup)
+}
+
+fn failsafe_call(work: bool) -> Factory {
+    use failsafe::CircuitBreaker as _;
+    shared(walk(failsafe_breaker), work, |w| {
+        let map = Arc::clone(&w.map);
+        map.get(w.next_key()).map_or(0, |cb| value(cb.call(op())))
+    })
+}
+
+fn cbrs_lookup(work: bool) -> Factory {
+    shared(walk(circuitbreaker_rs_default), work, lookup)
+}
+
+fn cbrs_call(work: bool) -> Factory {
+    shared(walk(circuitbreaker_rs_default), work, |w| {
+        let map = Arc::clone(&w.map);
+        map.get(w.next_key()).map_or(0, |cb| value(cb.call(op())))
+    })
+}
+
+/// One seatbelt `Breaker` partitioned by `breaker_id` (the key's index),
+/// every key used once so that its engine exists.
+pub(crate) fn seatbelt_keyed() -> impl layered::Service<usize, Out = Reply> + Clone {
+    use layered::Stack as _;
+    let _rt = runtime().enter();
+    let clock = tick::Clock::new_tokio();
+    let ctx = seatbelt::ResilienceContext::<usize, Reply>::new(&clock);
+    fn call(_: usize) -> Ready<Reply> {
+        ready(op()())
+    }
+    let svc = (
+        seatbelt::breaker::Breaker::layer("bench", &ctx)
+            .recovery_with(classify)
+            .rejected_input_error(|_, _| BenchError)
+            .failure_threshold(0.5)
+            .min_throughput(20)
+            .sampling_duration(std::time::Duration::from_secs(10))
+            .break_duration(std::time::Duration::from_secs(5))
+            .breaker_id(|k: &usize| seatbelt::breaker::BreakerId::from(*k as u64)),
+        layered::Execute::new(call as fn(usize) -> Ready<Reply>),
+    )
+        .into_service();
+    for k in 0..KEYS {
+        let _ = now(svc.execute(k));
+    }
+    svc
+}
+
+fn seatbelt_call(work: bool) -> Factory {
+    shared_rt((seatbelt_keyed(), 0usize), work, |(s, at)| {
+        *at = (*at + STRIDE) % KEYS;
+        value(now(s.execute(*at)))
+    })
+}
