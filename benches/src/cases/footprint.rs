@@ -100,12 +100,18 @@ pub fn footprints() -> Vec<Footprint> {
     ]
 }
 
-/// 20 000 keyed breakers: each library's breakers in a `DashMap<String, _>`
-/// (keys included), seatbelt's one breaker partitioned into 20 000
-/// `breaker_id`s.
+/// 20 000 keyed breakers: tripline's `BreakerRegistry<String>`; each
+/// library's breakers in a `DashMap<String, _>` (keys included); seatbelt's
+/// one breaker partitioned into 20 000 `breaker_id`s.
 pub fn keyed_footprints() -> Vec<Footprint> {
     use super::keyed::{KEYS, keys, map_of};
     vec![
+        Footprint {
+            name: "tripline_registry",
+            build: || Box::new(super::keyed::registry_of(&keys())),
+            reported: None,
+            breakers: KEYS,
+        },
         Footprint {
             name: "tripline_dashmap",
             build: || Box::new(map_of(&keys(), closed::tripline_default)),

@@ -1,6 +1,10 @@
 //! Keyed breakers: 20 000 breakers, one per key (50 services × 20 methods ×
 //! 20 instances, seed 001 §3.3.2), looked up by an existing key.
 //!
+//! tripline: `BreakerRegistry<String>` (tripline's default breaker config,
+//! room for all 20 000), through `get` (an owned handle) and `with` (the
+//! breaker lent to a closure).
+//!
 //! None of the peers has a registry. The honest equivalent for recloser,
 //! failsafe and circuitbreaker-rs is what their users write: a concurrent
 //! map of breakers — here a `DashMap<String, _>`, the most used one. tripline's
@@ -16,6 +20,7 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use layered::Service as _;
+use tripline::registry::{BreakerRegistry, RegistryConfig};
 
 use super::closed::{
     circuitbreaker_rs_default, classify, failsafe_default_policy, recloser_default,
@@ -31,6 +36,22 @@ const STRIDE: usize = 7_919;
 pub(super) fn cases() -> Vec<Case> {
     vec![
         case("registry", "bare", bare),
+        case(
+            "registry",
+            "tripline_registry_get_lookup",
+            registry_get_lookup,
+        ),
+        case("registry", "tripline_registry_get_call", registry_get_call),
+        case(
+            "registry",
+            "tripline_registry_with_lookup",
+            registry_with_lookup,
+        ),
+        case(
+            "registry",
+            "tripline_registry_with_call",
+            registry_with_call,
+        ),
         case("registry", "tripline_dashmap_lookup", tripline_lookup),
         case("registry", "tripline_dashmap_call", tripline_call),
         case("registry", "recloser_dashmap_lookup", recloser_lookup),
@@ -92,10 +113,65 @@ impl<M> Walk<M> {
     }
 
     #[inline(always)]
-    fn next_key(&mut self) -> &str {
+    fn next_key(&mut self) -> &String {
         self.at = (self.at + STRIDE) % KEYS;
         &self.keys[self.at]
     }
+}
+
+/// tripline's registry holding one breaker per key (each looked up once).
+pub(crate) fn registry_of(keys: &[String]) -> BreakerRegistry<String> {
+    let r = BreakerRegistry::try_new(RegistryConfig {
+        max_breakers: keys.len(),
+        ..Default::default()
+    })
+    .expect("valid config");
+    for k in keys {
+        r.get(k).expect("room for every key");
+    }
+    r
+}
+
+fn registry_walk() -> Walk<BreakerRegistry<String>> {
+    let keys = keys();
+    Walk::new(registry_of(&keys), keys)
+}
+
+/// `get`: an owned handle (one reference-count increment and decrement).
+fn registry_get_lookup(work: bool) -> Factory {
+    shared(registry_walk(), work, |w| {
+        let r = Arc::clone(&w.map);
+        r.get(w.next_key()).map_or(0, |b| {
+            std::hint::black_box(&b);
+            1
+        })
+    })
+}
+
+fn registry_get_call(work: bool) -> Factory {
+    shared(registry_walk(), work, |w| {
+        let r = Arc::clone(&w.map);
+        r.get(w.next_key()).map_or(0, |b| value(b.call(op())))
+    })
+}
+
+/// `with`: the breaker lent to a closure, no reference-count traffic.
+fn registry_with_lookup(work: bool) -> Factory {
+    shared(registry_walk(), work, |w| {
+        let r = Arc::clone(&w.map);
+        r.with(w.next_key(), |b| {
+            std::hint::black_box(b);
+            1
+        })
+        .unwrap_or(0)
+    })
+}
+
+fn registry_with_call(work: bool) -> Factory {
+    shared(registry_walk(), work, |w| {
+        let r = Arc::clone(&w.map);
+        r.with(w.next_key(), |b| value(b.call(op()))).unwrap_or(0)
+    })
 }
 
 /// The baseline: pick the next key, call the operation.

@@ -3,6 +3,7 @@
 //! Exit status: 0 on success, 2 on bad input (a config or scenario that
 //! fails validation), 1 on any other error.
 
+mod check;
 mod demo;
 mod simulate;
 mod sweep;
@@ -30,6 +31,8 @@ enum Command {
     /// Run the cartesian product of breaker parameters on a scenario, in
     /// parallel, ranked by score.
     Sweep(sweep::SweepArgs),
+    /// Validate a breaker config file and print its warnings.
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Check(args) => check::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

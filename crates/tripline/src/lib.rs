@@ -16,6 +16,10 @@
 //!   the request, [`bulkhead`], [`fallback`], [`hedge`], and the
 //!   [`pipeline`] that composes them in the one order where they help each
 //!   other; `tower` layers for all of them with the `tower` feature.
+//! * [`BreakerRegistry`] — one breaker per service, method, instance or
+//!   tenant, bounded in number and evicted when idle.
+//! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
+//!   dependency is overloaded but working (the breaker is for "down").
 //!
 //! ```
 //! use std::time::Duration;
@@ -54,8 +58,10 @@ pub mod clock;
 pub mod fallback;
 pub mod hedge;
 pub mod pipeline;
+pub mod registry;
 pub mod retry;
 pub(crate) mod sync;
+pub mod throttle;
 pub mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
@@ -68,3 +74,5 @@ pub use breaker::{
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use pipeline::{Pipeline, PolicyConfigError, PolicyError};
+pub use registry::{BreakerRegistry, OverflowPolicy, RegistryConfig, RegistryError};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, ThrottlePermit, Throttled};

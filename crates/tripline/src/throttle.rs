@@ -1,0 +1,366 @@
+//! Adaptive client throttling: shed load locally, in proportion, while a
+//! backend is overloaded but still working.
+//!
+//! A circuit breaker is a switch: it either sends or it does not. A backend
+//! that is *overloaded* — answering some requests and refusing the rest with
+//! "too busy" (HTTP 429, 503, gRPC `RESOURCE_EXHAUSTED`) — needs a dial:
+//! fewer requests, not none. Google SRE's client-side throttling ("Handling
+//! Overload", seed 001 §4.1.2) is that dial.
+//!
+//! # Algorithm
+//!
+//! Each client keeps, over a sliding time window:
+//!
+//! * `requests` — requests the application attempted through the throttle,
+//!   *including* those the throttle itself rejected;
+//! * `accepts` — requests the backend accepted (processed, whatever the
+//!   business result).
+//!
+//! and rejects each new request locally with probability
+//!
+//! ```text
+//! p = min(max_rejection_probability, max(0, (requests − k·accepts) / (requests + 1)))
+//! ```
+//!
+//! and `p = 0` while `requests` over the window is below
+//! `minimum_requests_per_second × window.length`. A healthy backend accepts
+//! everything, so `requests ≤ k·accepts` and `p = 0`: the throttle costs
+//! nothing. As the backend refuses more, the client sends about `k` times
+//! what the backend accepts and drops the excess at home, where it costs no
+//! network, no backend CPU and no retry. As the backend recovers, `accepts`
+//! rises and `p` falls back to zero: no state machine, no half-open probe,
+//! no thundering herd. Counting local rejections as requests is what makes
+//! the equilibrium `k × accepts` (SRE's choice); `max_rejection_probability`
+//! keeps a trickle flowing so recovery is always observed.
+//!
+//! Recovery is gradual by design: the requests shed while overloaded stay
+//! in the window as requests, so once the backend accepts everything again
+//! `p` falls roughly as `p → 1 − k·(1 − p)` per window length (with k = 2,
+//! 0.9 → 0.8 → 0.6 → 0.2 → 0), a ramp rather than a step.
+//!
+//! What a permit records:
+//!
+//! | response                                     | call                                   |
+//! |----------------------------------------------|----------------------------------------|
+//! | processed (2xx, 4xx business errors, 500)    | [`ThrottlePermit::accepted`]           |
+//! | "overloaded" (429, 503, `RESOURCE_EXHAUSTED`)| [`ThrottlePermit::rejected_by_backend`]|
+//! | no answer about load (connect error, timeout, cancelled, refused by a breaker) | drop the permit: neutral |
+//!
+//! Local rejections are never counted as accepts, nor reported to a breaker
+//! as failures of the dependency: they say nothing about its health.
+//!
+//! # Throttle or breaker: when to use which
+//!
+//! | the dependency is…           | signal                                 | right tool                 | action                          |
+//! |------------------------------|----------------------------------------|----------------------------|---------------------------------|
+//! | overloaded but working       | explicit overload answers (429/503)    | [`AdaptiveThrottle`]       | send fewer requests, smoothly   |
+//! | down or broken               | connect errors, timeouts, 5xx, slow calls | [`CircuitBreaker`](crate::CircuitBreaker) | stop sending, probe later |
+//!
+//! Seed 001 §6.4.2: an overload refusal proves the server is alive and
+//! merely busy, so feeding it into a breaker's failure rate turns "busy"
+//! into "cut off" — exactly the wrong reaction. Route overload signals to
+//! the throttle (the breaker's classifier marks them `Ignored`) and health
+//! failures to the breaker. The throttle alone never stops traffic to a
+//! dead dependency (some requests always go out), and the breaker alone
+//! turns a 30% overload into a 100% outage. Use both, throttle first:
+//!
+//! ```
+//! use std::time::Duration;
+//! use tripline::throttle::AdaptiveThrottle;
+//! use tripline::{CircuitBreaker, Outcome};
+//!
+//! enum Reply { Ok, Overloaded, Unreachable }
+//!
+//! fn call(
+//!     throttle: &AdaptiveThrottle,
+//!     breaker: &CircuitBreaker,
+//!     send: impl FnOnce() -> Reply,
+//! ) -> Result<(), &'static str> {
+//!     let t = throttle.try_acquire().map_err(|_| "throttled locally")?;
+//!     // A breaker rejection drops `t`: neutral for the throttle.
+//!     let b = breaker.try_acquire().map_err(|_| "circuit open")?;
+//!     match send() {
+//!         Reply::Ok => {
+//!             t.accepted();
+//!             b.record(Outcome::Success, Duration::from_millis(3));
+//!             Ok(())
+//!         }
+//!         Reply::Overloaded => {
+//!             t.rejected_by_backend();
+//!             b.record(Outcome::Ignored, Duration::from_millis(1)); // busy, not broken
+//!             Err("overloaded")
+//!         }
+//!         Reply::Unreachable => {
+//!             drop(t); // no answer about load
+//!             b.record(Outcome::Failure, Duration::from_millis(1));
+//!             Err("unreachable")
+//!         }
+//!     }
+//! }
+//!
+//! let throttle = AdaptiveThrottle::try_new(Default::default()).unwrap();
+//! let breaker = CircuitBreaker::try_new(Default::default()).unwrap();
+//! assert_eq!(call(&throttle, &breaker, || Reply::Ok), Ok(()));
+//! assert_eq!(call(&throttle, &breaker, || Reply::Overloaded), Err("overloaded"));
+//! ```
+//!
+//! # Concurrency and cost
+//!
+//! Lock-free: admission reads the clock, two cached sums and the current
+//! bucket (see `window.rs`), and draws a random number only when `p > 0`;
+//! settling a permit is one or two CAS on this thread's stripe. Randomness
+//! is a per-instance SplitMix64 stream advanced by `fetch_add`, seedable for
+//! reproducible runs and mixed with an instance id so replicas differ.
+
+mod config;
+mod metrics;
+mod permit;
+mod window;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use config::{AdaptiveThrottleConfig, ThrottleConfigError, ThrottleWindow};
+pub use metrics::{ThrottleCounts, ThrottleMetrics};
+pub use permit::{ThrottlePermit, Throttled};
+
+use self::window::{THROTTLED, Window};
+use crate::clock::{Clock, SharedClock};
+
+/// An adaptive client-side throttle: a cheap, cloneable handle; clones share
+/// one window.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::clock::ManualClock;
+/// use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+///
+/// let clock = ManualClock::new();
+/// let throttle = AdaptiveThrottle::builder()
+///     .config(AdaptiveThrottleConfig { minimum_requests_per_second: 0.0, ..Default::default() })
+///     .clock(clock.clone())
+///     .seed(7)
+///     .build()
+///     .unwrap();
+///
+/// // The backend is overloaded: it processes one request in ten.
+/// let mut shed = 0;
+/// for i in 0..1_000 {
+///     match throttle.try_acquire() {
+///         Ok(permit) if i % 10 == 0 => permit.accepted(),
+///         Ok(permit) => permit.rejected_by_backend(),
+///         Err(_) => shed += 1, // never sent
+///     }
+/// }
+/// assert!(shed > 500, "most of the excess is shed at home");
+/// let m = throttle.metrics();
+/// let (r, a) = (m.window.requests as f64, m.window.accepts as f64);
+/// let p = ((r - 2.0 * a) / (r + 1.0)).min(0.9);
+/// assert!((throttle.rejection_probability() - p).abs() < 1e-9);
+/// ```
+#[derive(Clone)]
+pub struct AdaptiveThrottle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: Arc<str>,
+    config: AdaptiveThrottleConfig,
+    clock: SharedClock,
+    window: Window,
+    /// `minimum_requests_per_second × window.length`.
+    min_requests: f64,
+    rng: AtomicU64,
+}
+
+/// Builds an [`AdaptiveThrottle`] with a non-default clock or seed.
+///
+/// ```
+/// use tripline::clock::ManualClock;
+/// use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+///
+/// let throttle = AdaptiveThrottle::builder()
+///     .config(AdaptiveThrottleConfig { name: "search".into(), ..Default::default() })
+///     .clock(ManualClock::new())
+///     .seed(42)
+///     .instance_id(3)
+///     .build()
+///     .unwrap();
+/// assert_eq!(throttle.name(), "search");
+/// ```
+#[derive(Debug, Default)]
+pub struct AdaptiveThrottleBuilder {
+    config: AdaptiveThrottleConfig,
+    clock: Option<SharedClock>,
+    seed: Option<u64>,
+    instance: Option<u64>,
+}
+
+impl AdaptiveThrottleBuilder {
+    /// Uses `config` (validated by [`build`](Self::build)).
+    pub fn config(mut self, config: AdaptiveThrottleConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
+    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
+        self.clock = Some(clock.into());
+        self
+    }
+
+    /// Seeds the rejection draws, for reproducible runs. Mixed with the
+    /// instance id, so replicas built with one seed still diverge.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets the instance id mixed into the seed (default: a per-process
+    /// counter).
+    pub fn instance_id(mut self, id: u64) -> Self {
+        self.instance = Some(id);
+        self
+    }
+
+    /// Validates the config and builds the throttle.
+    pub fn build(self) -> Result<AdaptiveThrottle, ThrottleConfigError> {
+        self.config.validate()?;
+        let instance = self.instance.unwrap_or_else(next_instance_id);
+        let seed = self.seed.unwrap_or_else(random_seed);
+        let mut mix = instance ^ 0xD1B5_4A32_D192_ED03;
+        let config = self.config;
+        Ok(AdaptiveThrottle {
+            inner: Arc::new(Inner {
+                name: Arc::from(config.name.as_str()),
+                window: Window::new(config.window.length, config.window.buckets),
+                min_requests: config.minimum_requests_per_second
+                    * config.window.length.as_secs_f64(),
+                rng: AtomicU64::new(seed ^ splitmix64(&mut mix)),
+                clock: self.clock.unwrap_or_default(),
+                config,
+            }),
+        })
+    }
+}
+
+fn next_instance_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A per-process random seed from std's randomly keyed hasher.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(next_instance_id())
+}
+
+/// SplitMix64 (the breaker's jitter generator, mirrored: the breaker's
+/// internals are private to it).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(GOLDEN_GAMMA);
+    mix64(*state)
+}
+
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Inner {
+    /// The SRE formula, capped, and zero below the minimum request rate.
+    #[inline]
+    fn probability(&self, requests: u64, accepts: u64) -> f64 {
+        let requests = requests as f64;
+        if requests < self.min_requests {
+            return 0.0;
+        }
+        let p = (requests - self.config.k * accepts as f64) / (requests + 1.0);
+        p.clamp(0.0, self.config.max_rejection_probability)
+    }
+
+    /// A uniform draw in [0, 1): each caller advances the shared SplitMix64
+    /// state by one step with `fetch_add`, so concurrent draws never repeat.
+    #[inline]
+    fn draw(&self) -> f64 {
+        let state = self
+            .rng
+            .fetch_add(GOLDEN_GAMMA, Ordering::Relaxed)
+            .wrapping_add(GOLDEN_GAMMA);
+        (mix64(state) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    #[inline]
+    fn record(&self, field: Option<usize>) {
+        let epoch = self.window.epoch(self.clock.now());
+        self.window.record(epoch, field);
+    }
+}
+
+impl AdaptiveThrottle {
+    /// A throttle with `config` on the production clock.
+    pub fn try_new(config: AdaptiveThrottleConfig) -> Result<Self, ThrottleConfigError> {
+        Self::builder().config(config).build()
+    }
+
+    /// A builder, for a custom clock or seed.
+    pub fn builder() -> AdaptiveThrottleBuilder {
+        AdaptiveThrottleBuilder::default()
+    }
+
+    /// The throttle's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The config the throttle runs with.
+    pub fn config(&self) -> &AdaptiveThrottleConfig {
+        &self.inner.config
+    }
+
+    /// Asks to send one request: a [`ThrottlePermit`] to report the
+    /// backend's answer on, or [`Throttled`] when the request is shed
+    /// locally (it then counts as a request, never as an accept).
+    #[inline]
+    pub fn try_acquire(&self) -> Result<ThrottlePermit<'_>, Throttled> {
+        let inner = &*self.inner;
+        let epoch = inner.window.epoch(inner.clock.now());
+        let (requests, accepts) = inner.window.requests_and_accepts(epoch);
+        let p = inner.probability(requests, accepts);
+        if p > 0.0 && inner.draw() < p {
+            inner.window.record(epoch, Some(THROTTLED));
+            return Err(Throttled {
+                rejection_probability: p,
+            });
+        }
+        Ok(ThrottlePermit { inner })
+    }
+
+    /// The probability with which the next request would be shed.
+    pub fn rejection_probability(&self) -> f64 {
+        let inner = &*self.inner;
+        let epoch = inner.window.epoch(inner.clock.now());
+        let (requests, accepts) = inner.window.requests_and_accepts(epoch);
+        inner.probability(requests, accepts)
+    }
+}
+
+impl fmt::Debug for AdaptiveThrottle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdaptiveThrottle")
+            .field("name", &self.inner.name)
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<AdaptiveThrottle>();
+    check::<ThrottlePermit<'static>>();
+}
