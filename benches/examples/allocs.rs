@@ -1,11 +1,13 @@
 //! Allocations per call of every workload of the peer suite, and bytes per
 //! breaker of every library, counted with `allocation-counter` (which
 //! replaces the global allocator of this binary and counts this thread's
-//! allocations). Prints one JSON object per line for `scripts/bench-report`:
+//! allocations); and the state transitions of the failure-heavy mix, through
+//! each library's hooks. Prints one JSON object per line for `scripts/bench-report`:
 //!
 //! ```text
 //! {"kind":"call","id":"closed/tripline","calls":10000,"allocs_per_call":0,"bytes_per_call":0}
-//! {"kind":"breaker","name":"tripline","bytes":1234,"reported":1200}
+//! {"kind":"mix","name":"tripline","calls":1000,"transitions":200}
+//! {"kind":"breaker","name":"tripline","breakers":1,"bytes":1234,"allocations":7,"reported":1200}
 //! ```
 //!
 //! `cargo run --release -p tripline-benches --example allocs [FILTER]`
@@ -13,6 +15,8 @@
 use tripline_benches::cases;
 
 const CALLS: u64 = 10_000;
+/// Calls of the failure-heavy mix whose state transitions are counted.
+const MIX_CALLS: u64 = 1_000;
 
 fn main() {
     let filter = std::env::args().nth(1).unwrap_or_default();
@@ -34,6 +38,14 @@ fn main() {
             info.count_total as f64 / CALLS as f64,
             info.bytes_total as f64 / CALLS as f64,
         );
+    }
+    if "mix".contains(&filter) || filter.is_empty() {
+        for (name, transitions) in cases::mix_transitions(MIX_CALLS) {
+            let t = transitions.map_or_else(|| "null".to_owned(), |t| t.to_string());
+            println!(
+                "{{\"kind\":\"mix\",\"name\":\"{name}\",\"calls\":{MIX_CALLS},\"transitions\":{t}}}"
+            );
+        }
     }
     for fp in cases::footprints()
         .into_iter()

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use crate::{Bench, looped, looped_in_runtime};
 
 pub use footprint::{Footprint, footprints, keyed_footprints};
+pub use mix::mix_transitions;
 
 /// Makes one [`Bench`] per thread; the instances share one breaker.
 pub type Factory = Arc<dyn Fn() -> Box<dyn Bench> + Send + Sync>;

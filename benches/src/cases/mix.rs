@@ -15,6 +15,7 @@
 use std::future::{Ready, ready};
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use failsafe::{backoff, failure_policy};
@@ -38,14 +39,59 @@ const TINY: Duration = Duration::from_nanos(1);
 pub(super) fn cases() -> Vec<Case> {
     vec![
         case("mix", "bare", bare),
-        case("mix", "tripline", tripline),
+        case("mix", "tripline", |w| tripline(w, None)),
         case("mix", "recloser", recloser),
-        case("mix", "failsafe_default", failsafe_default),
-        case("mix", "failsafe_consecutive", failsafe_consecutive),
-        case("mix", "circuitbreaker_rs", circuitbreaker_rs),
-        case("mix", "seatbelt", seatbelt),
-        case("mix", "tower_resilience", tower_resilience),
+        case("mix", "failsafe_default", |w| failsafe_default(w, None)),
+        case("mix", "failsafe_consecutive", |w| {
+            failsafe_consecutive(w, None)
+        }),
+        case("mix", "circuitbreaker_rs", |w| circuitbreaker_rs(w, None)),
+        case("mix", "seatbelt", |w| seatbelt(w, None)),
+        case("mix", "tower_resilience", |w| tower_resilience(w, None)),
     ]
+}
+
+/// Counts state transitions (to any state) seen by a library's own hooks.
+type Transitions = Option<Arc<AtomicU64>>;
+
+fn count(t: &Transitions) -> impl Fn() + Send + Sync + 'static {
+    let t = t.clone();
+    move || {
+        if let Some(t) = &t {
+            t.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// State transitions per `calls` calls of the mix, through each library's
+/// transition hooks on a twin of the measured breaker (the measured one has
+/// no hook installed), to show that every breaker keeps tripping and
+/// recovering. `None`: the library has no hook (recloser reports
+/// transitions only through `tracing`; its allocations per call show them).
+pub fn mix_transitions(calls: u64) -> Vec<(&'static str, Option<u64>)> {
+    type Make = fn(bool, Transitions) -> Factory;
+    let makers: [(&'static str, Option<Make>); 7] = [
+        ("tripline", Some(tripline)),
+        ("recloser", None),
+        ("failsafe_default", Some(failsafe_default)),
+        ("failsafe_consecutive", Some(failsafe_consecutive)),
+        ("circuitbreaker_rs", Some(circuitbreaker_rs)),
+        ("seatbelt", Some(seatbelt)),
+        ("tower_resilience", Some(tower_resilience)),
+    ];
+    makers
+        .into_iter()
+        .map(|(name, make)| {
+            (
+                name,
+                make.map(|make| {
+                    let t = Arc::new(AtomicU64::new(0));
+                    make(false, Some(t.clone()))().run(calls);
+                    t.load(Ordering::Relaxed)
+                }),
+            )
+        })
+        .collect()
 }
 
 fn bare(work: bool) -> Factory {
@@ -57,7 +103,7 @@ fn bare(work: bool) -> Factory {
 
 /// Count window of 10, trip at 20 % after 10 calls, 1 s open, 5 probes
 /// closing below 50 % failures.
-fn tripline(work: bool) -> Factory {
+fn tripline(work: bool, transitions: Transitions) -> Factory {
     let clock = ManualClock::new();
     let b = CircuitBreaker::builder()
         .config(CircuitBreakerConfig {
@@ -74,6 +120,15 @@ fn tripline(work: bool) -> Factory {
         .clock(clock.clone())
         .build()
         .expect("valid config");
+    if transitions.is_some() {
+        let hook = count(&transitions);
+        b.subscribe(move |e| {
+            if matches!(e.kind, tripline::EventKind::Transition(_)) {
+                hook();
+            }
+        })
+        .detach();
+    }
     shared((b, clock, 0u64), work, |(b, clock, n)| {
         clock.advance(STEP);
         *n += 1;
@@ -104,14 +159,18 @@ fn recloser(work: bool) -> Factory {
 /// starts a new mock clock at the real time, so every batch first moves it
 /// on by all the time simulated so far (failsafe's moving average panics if
 /// time goes backwards).
-struct FailsafeMix<P> {
-    cb: failsafe::StateMachine<P, ()>,
+struct FailsafeMix<P, I> {
+    cb: failsafe::StateMachine<P, I>,
     n: u64,
     simulated: Duration,
     work: bool,
 }
 
-impl<P: failsafe::FailurePolicy + Send> Bench for FailsafeMix<P> {
+impl<P, I> Bench for FailsafeMix<P, I>
+where
+    P: failsafe::FailurePolicy + Send,
+    I: failsafe::Instrument + Send + Sync,
+{
     #[allow(clippy::disallowed_methods)] // benchmarks measure real time
     fn run(&mut self, iters: u64) -> Duration {
         failsafe::clock::freeze(|clock| {
@@ -134,9 +193,40 @@ impl<P: failsafe::FailurePolicy + Send> Bench for FailsafeMix<P> {
     }
 }
 
-fn failsafe_factory<P>(cb: failsafe::StateMachine<P, ()>, work: bool) -> Factory
+/// failsafe's transition hooks.
+struct Instrumented(Transitions);
+
+impl failsafe::Instrument for Instrumented {
+    fn on_call_rejected(&self) {}
+    fn on_open(&self) {
+        count(&self.0)();
+    }
+    fn on_half_open(&self) {
+        count(&self.0)();
+    }
+    fn on_closed(&self) {
+        count(&self.0)();
+    }
+}
+
+fn failsafe_factory<P>(policy: P, transitions: Transitions, work: bool) -> Factory
 where
     P: failsafe::FailurePolicy + Send + 'static,
+{
+    if transitions.is_some() {
+        let cb = failsafe::Config::new()
+            .failure_policy(policy)
+            .instrument(Instrumented(transitions))
+            .build();
+        return failsafe_shared(cb, work);
+    }
+    failsafe_shared(failsafe::Config::new().failure_policy(policy).build(), work)
+}
+
+fn failsafe_shared<P, I>(cb: failsafe::StateMachine<P, I>, work: bool) -> Factory
+where
+    P: failsafe::FailurePolicy + Send + 'static,
+    I: failsafe::Instrument + Send + Sync + 'static,
 {
     let proto = std::sync::Mutex::new(cb);
     Arc::new(move || {
@@ -154,7 +244,7 @@ where
 /// calls at 1.5 s each; its EMA puts 20 % failures under it), at least 10
 /// calls, or 5 consecutive failures; 1 s constant backoff. A success in
 /// half-open closes it (one probe).
-fn failsafe_default(work: bool) -> Factory {
+fn failsafe_default(work: bool, transitions: Transitions) -> Factory {
     use failsafe::FailurePolicy as _;
     let policy = failure_policy::success_rate_over_time_window(
         0.85,
@@ -166,25 +256,31 @@ fn failsafe_default(work: bool) -> Factory {
         5,
         backoff::constant(OPEN),
     ));
-    failsafe_factory(failsafe::Config::new().failure_policy(policy).build(), work)
+    failsafe_factory(policy, transitions, work)
 }
 
 /// Trip on every failure, as recloser's benchmark configures failsafe.
-fn failsafe_consecutive(work: bool) -> Factory {
+fn failsafe_consecutive(work: bool, transitions: Transitions) -> Factory {
     let policy = failure_policy::consecutive_failures(1, backoff::constant(OPEN));
-    failsafe_factory(failsafe::Config::new().failure_policy(policy).build(), work)
+    failsafe_factory(policy, transitions, work)
 }
 
 /// 20 % over at least 10 calls (its counters are cumulative, reset on
 /// close), no cooldown, 5 probes, 3 consecutive successes close it.
-fn circuitbreaker_rs(work: bool) -> Factory {
-    let cb =
-        circuitbreaker_rs::CircuitBreaker::<circuitbreaker_rs::DefaultPolicy, BenchError>::builder(
-        )
+fn circuitbreaker_rs(work: bool, transitions: Transitions) -> Factory {
+    type Cb = circuitbreaker_rs::CircuitBreaker<circuitbreaker_rs::DefaultPolicy, BenchError>;
+    let hooks = circuitbreaker_rs::HookRegistry::new();
+    if transitions.is_some() {
+        hooks.set_on_open(count(&transitions));
+        hooks.set_on_half_open(count(&transitions));
+        hooks.set_on_close(count(&transitions));
+    }
+    let cb = Cb::builder()
         .failure_threshold(0.2)
         .min_throughput(10)
         .cooldown(Duration::ZERO)
         .probe_interval(5)
+        .hooks(hooks)
         .build();
     shared((Arc::new(cb), 0u64), work, |(cb, n)| {
         *n += 1;
@@ -194,8 +290,10 @@ fn circuitbreaker_rs(work: bool) -> Factory {
 }
 
 /// seatbelt on tick's `ClockControl`: > 15 % over a 15 s sampling window
-/// (about 10 calls), at least 10 calls, 1 s break.
-fn seatbelt(work: bool) -> Factory {
+/// (about 10 calls), at least 10 calls, 1 s break, quick half-open mode
+/// (one probe): its default progressive mode judges each probing stage by
+/// the same 15 %, which a steady 20 % never passes, so it would stay open.
+fn seatbelt(work: bool, transitions: Transitions) -> Factory {
     use layered::Stack as _;
     let control = tick::ClockControl::new();
     let clock = control.to_clock();
@@ -210,7 +308,16 @@ fn seatbelt(work: bool) -> Factory {
             .failure_threshold(0.15)
             .min_throughput(10)
             .sampling_duration(Duration::from_secs(15))
-            .break_duration(OPEN),
+            .break_duration(OPEN)
+            .half_open_mode(seatbelt::breaker::HalfOpenMode::quick())
+            .on_opened({
+                let hook = count(&transitions);
+                move |_, _| hook()
+            })
+            .on_closed({
+                let hook = count(&transitions);
+                move |_, _| hook()
+            }),
         layered::Execute::new(call as fn(u64) -> Ready<Reply>),
     )
         .into_service();
@@ -222,7 +329,7 @@ fn seatbelt(work: bool) -> Factory {
 }
 
 /// tower-resilience: 10-call window, 20 %, at least 10 calls, 5 probes.
-fn tower_resilience(work: bool) -> Factory {
+fn tower_resilience(work: bool, transitions: Transitions) -> Factory {
     let _rt = runtime().enter();
     fn call(n: u64) -> Ready<Reply> {
         ready(flaky_op()(n))
@@ -233,6 +340,10 @@ fn tower_resilience(work: bool) -> Factory {
         .minimum_number_of_calls(10)
         .permitted_calls_in_half_open(5)
         .wait_duration_in_open(TINY)
+        .on_state_transition({
+            let hook = count(&transitions);
+            move |_, _| hook()
+        })
         .build()
         .expect("valid config")
         .layer(tower::service_fn(call as fn(u64) -> Ready<Reply>));
