@@ -7,6 +7,8 @@
 //! `rejected`. `hotloop case GROUP/NAME N` runs N calls of a workload of
 //! the peer suite (`tripline_benches::cases`), for the informational
 //! instruction counts of `scripts/bench-report` (feature `peers`).
+//! `hotloop work N` times N calls of `tripline_benches::work()` (best of
+//! five), to calibrate `WORK_ROUNDS`.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -52,6 +54,24 @@ fn main() -> ExitCode {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    if path == "work" {
+        // Calibration of `work()` (WORK_ROUNDS): ns per call, best of 5.
+        #[allow(clippy::disallowed_methods)] // calibration measures real time
+        let best = (0..5)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                (0..n).for_each(|_| {
+                    black_box(tripline_benches::work());
+                });
+                start.elapsed().as_secs_f64() * 1e9 / n as f64
+            })
+            .fold(f64::INFINITY, f64::min);
+        println!(
+            "work(): {best:.1} ns ({} rounds)",
+            tripline_benches::WORK_ROUNDS
+        );
+        return ExitCode::SUCCESS;
+    }
     let count = WindowConfig::Count { size: 100 };
     let time = WindowConfig::Time {
         length: Duration::from_secs(10),
