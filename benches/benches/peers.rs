@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tripline_benches::{cases, parallel_bench};
+use tripline_benches::{cases, parallel_bench, parallel_bench_cpu};
 
 fn single_thread(c: &mut Criterion) {
     let all = cases::all();
@@ -26,18 +26,28 @@ fn single_thread(c: &mut Criterion) {
 }
 
 /// One and two threads sharing one breaker; time per iteration is wall
-/// time ÷ threads, so perfect scaling halves it.
+/// time ÷ threads (`threadsN`), or each thread's CPU time ÷ threads
+/// (`threadsN_cpu`), so perfect scaling halves it.
 fn two_threads(c: &mut Criterion) {
     let threaded = cases::threaded();
     for threads in [1usize, 2] {
-        let mut g = c.benchmark_group(format!("threads{threads}"));
-        for case in &threaded {
-            let make = case.build();
-            g.bench_function(case.name, |b| {
-                b.iter_custom(|n| parallel_bench(threads, n, &make))
-            });
+        for cpu in [false, true] {
+            let name = format!("threads{threads}{}", if cpu { "_cpu" } else { "" });
+            let mut g = c.benchmark_group(name);
+            for case in &threaded {
+                let make = case.build();
+                g.bench_function(case.name, |b| {
+                    b.iter_custom(|n| {
+                        if cpu {
+                            parallel_bench_cpu(threads, n, &make)
+                        } else {
+                            parallel_bench(threads, n, &make)
+                        }
+                    })
+                });
+            }
+            g.finish();
         }
-        g.finish();
     }
 }
 

@@ -254,3 +254,43 @@ pub fn parallel_bench(
         .unwrap_or_else(Instant::now);
     begun.elapsed() / threads as u32
 }
+
+/// This thread's CPU time in nanoseconds, from the scheduler's statistics
+/// (`/proc/thread-self/schedstat`, Linux); `None` elsewhere.
+pub fn thread_cpu_nanos() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// Like [`parallel_bench`], timed by CPU time instead of wall time: each
+/// thread's own CPU time for its `iters` calls, averaged over the threads
+/// and divided by the number of threads. On an idle machine the threads
+/// run side by side and this equals the wall-time figure; on a busy one it
+/// does not grow when other processes take the cores, so it still shows
+/// whether the threads slow each other down (shared cache lines, locks).
+/// Falls back to wall time where the kernel exposes no per-thread CPU time.
+pub fn parallel_bench_cpu(
+    threads: usize,
+    iters: u64,
+    make: &Arc<dyn Fn() -> Box<dyn Bench> + Send + Sync>,
+) -> Duration {
+    if thread_cpu_nanos().is_none() {
+        return parallel_bench(threads, iters, make);
+    }
+    let barrier = std::sync::Barrier::new(threads);
+    let total = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut bench = make();
+                barrier.wait();
+                let before = thread_cpu_nanos().unwrap_or(0);
+                bench.run(iters);
+                let spent = thread_cpu_nanos().unwrap_or(0).saturating_sub(before);
+                total.fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+    });
+    let per_thread = total.load(std::sync::atomic::Ordering::Relaxed) / threads as u64;
+    Duration::from_nanos(per_thread / threads as u64)
+}

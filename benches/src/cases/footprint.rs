@@ -100,8 +100,8 @@ pub fn footprints() -> Vec<Footprint> {
     ]
 }
 
-/// 20 000 keyed breakers: tripline's `BreakerRegistry<String>`; each
-/// library's breakers in a `DashMap<String, _>` (keys included); seatbelt's
+/// 20 000 keyed breakers: tripline's `BreakerRegistry<Key>`; each
+/// library's breakers in a `DashMap<Key, _>` with foldhash; seatbelt's
 /// one breaker partitioned into 20 000 `breaker_id`s.
 pub fn keyed_footprints() -> Vec<Footprint> {
     use super::keyed::{KEYS, keys, map_of};

@@ -1,19 +1,22 @@
 //! Keyed breakers: 20 000 breakers, one per key (50 services × 20 methods ×
 //! 20 instances, seed 001 §3.3.2), looked up by an existing key.
 //!
-//! tripline: `BreakerRegistry<String>` (tripline's default breaker config,
+//! tripline: `BreakerRegistry<Key>` (tripline's default breaker config,
 //! room for all 20 000), through `get` (an owned handle) and `with` (the
 //! breaker lent to a closure).
 //!
 //! None of the peers has a registry. The honest equivalent for recloser,
 //! failsafe and circuitbreaker-rs is what their users write: a concurrent
-//! map of breakers — here a `DashMap<String, _>`, the most used one. tripline's
+//! map of breakers — here a `DashMap<Key, _>` (the most used one) with
+//! foldhash, the hasher of tripline's registry. tripline's
 //! own breaker sits in the same map for comparison. seatbelt partitions one
 //! `Breaker` by a `breaker_id` derived from the input (a `BTreeMap` behind
 //! a read lock), so only its lookup-and-call is measured.
 //!
-//! Every workload walks the keys with a stride co-prime to 20 000, so
-//! successive lookups hit different keys, as in a real service.
+//! Keys are `(service, method, instance)` triples of `u16` and every
+//! workload walks all 20 000 in turn, as the `spread` cases of
+//! `benches/registry.rs` do, so that the figures compare with that
+//! section's.
 
 use std::future::{Ready, ready};
 use std::sync::Arc;
@@ -31,7 +34,21 @@ use crate::{BenchError, Reply, now, op, runtime, value};
 
 /// Number of keyed breakers.
 pub const KEYS: usize = 20_000;
-const STRIDE: usize = 7_919;
+
+/// An instance-level key.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct Key {
+    service: u16,
+    method: u16,
+    instance: u16,
+}
+
+/// The breaker's name in the registry.
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "svc{}/m{}@{}", self.service, self.method, self.instance)
+    }
+}
 
 pub(super) fn cases() -> Vec<Case> {
     vec![
@@ -64,24 +81,33 @@ pub(super) fn cases() -> Vec<Case> {
     ]
 }
 
-/// The keys: `service-S/method-M/instance-I`.
-pub(crate) fn keys() -> Arc<Vec<String>> {
+/// The keys: 50 services × 20 methods × 20 instances.
+pub(crate) fn keys() -> Arc<Vec<Key>> {
     let mut v = Vec::with_capacity(KEYS);
-    for s in 0..50 {
-        for m in 0..20 {
-            for i in 0..20 {
-                v.push(format!("service-{s}/method-{m}/instance-{i}"));
+    for service in 0..50 {
+        for method in 0..20 {
+            for instance in 0..20 {
+                v.push(Key {
+                    service,
+                    method,
+                    instance,
+                });
             }
         }
     }
     Arc::new(v)
 }
 
+/// The peers' map: a `DashMap` with foldhash, the hasher tripline's
+/// registry uses, so that the comparison is of the structures, not of
+/// SipHash against foldhash.
+pub(crate) type Map<T> = DashMap<Key, T, foldhash::fast::RandomState>;
+
 /// A map of one breaker per key.
-pub(crate) fn map_of<T>(keys: &[String], make: impl Fn() -> T) -> DashMap<String, T> {
-    let map = DashMap::with_capacity(keys.len());
+pub(crate) fn map_of<T>(keys: &[Key], make: impl Fn() -> T) -> Map<T> {
+    let map = DashMap::with_capacity_and_hasher(keys.len(), Default::default());
     for k in keys {
-        map.insert(k.clone(), make());
+        map.insert(*k, make());
     }
     map
 }
@@ -89,7 +115,7 @@ pub(crate) fn map_of<T>(keys: &[String], make: impl Fn() -> T) -> DashMap<String
 /// Per-thread state: the shared map and keys, and a cursor.
 struct Walk<M> {
     map: Arc<M>,
-    keys: Arc<Vec<String>>,
+    keys: Arc<Vec<Key>>,
     at: usize,
 }
 
@@ -104,7 +130,7 @@ impl<M> Clone for Walk<M> {
 }
 
 impl<M> Walk<M> {
-    fn new(map: M, keys: Arc<Vec<String>>) -> Self {
+    fn new(map: M, keys: Arc<Vec<Key>>) -> Self {
         Walk {
             map: Arc::new(map),
             keys,
@@ -113,14 +139,17 @@ impl<M> Walk<M> {
     }
 
     #[inline(always)]
-    fn next_key(&mut self) -> &String {
-        self.at = (self.at + STRIDE) % KEYS;
+    fn next_key(&mut self) -> &Key {
+        self.at += 1;
+        if self.at == KEYS {
+            self.at = 0;
+        }
         &self.keys[self.at]
     }
 }
 
 /// tripline's registry holding one breaker per key (each looked up once).
-pub(crate) fn registry_of(keys: &[String]) -> BreakerRegistry<String> {
+pub(crate) fn registry_of(keys: &[Key]) -> BreakerRegistry<Key> {
     let r = BreakerRegistry::try_new(RegistryConfig {
         max_breakers: keys.len(),
         ..Default::default()
@@ -132,7 +161,7 @@ pub(crate) fn registry_of(keys: &[String]) -> BreakerRegistry<String> {
     r
 }
 
-fn registry_walk() -> Walk<BreakerRegistry<String>> {
+fn registry_walk() -> Walk<BreakerRegistry<Key>> {
     let keys = keys();
     Walk::new(registry_of(&keys), keys)
 }
@@ -178,12 +207,12 @@ fn registry_with_call(work: bool) -> Factory {
 fn bare(work: bool) -> Factory {
     shared(Walk::new((), keys()), work, |w| {
         let k = std::hint::black_box(w.next_key());
-        value(op()()).wrapping_add(k.len() as u64)
+        value(op()()).wrapping_add(u64::from(k.instance))
     })
 }
 
 #[inline(always)]
-fn lookup<T>(w: &mut Walk<DashMap<String, T>>) -> u64 {
+fn lookup<T>(w: &mut Walk<Map<T>>) -> u64 {
     let map = Arc::clone(&w.map);
     let key = w.next_key();
     map.get(key).map_or(0, |r| {
@@ -192,7 +221,7 @@ fn lookup<T>(w: &mut Walk<DashMap<String, T>>) -> u64 {
     })
 }
 
-fn walk<T: Send + Sync + 'static>(make: impl Fn() -> T) -> Walk<DashMap<String, T>> {
+fn walk<T: Send + Sync + 'static>(make: impl Fn() -> T) -> Walk<Map<T>> {
     let keys = keys();
     let map = map_of(&keys, make);
     Walk::new(map, keys)
@@ -279,7 +308,10 @@ pub(crate) fn seatbelt_keyed() -> impl layered::Service<usize, Out = Reply> + Cl
 
 fn seatbelt_call(work: bool) -> Factory {
     shared_rt((seatbelt_keyed(), 0usize), work, |(s, at)| {
-        *at = (*at + STRIDE) % KEYS;
+        *at += 1;
+        if *at == KEYS {
+            *at = 0;
+        }
         value(now(s.execute(*at)))
     })
 }
