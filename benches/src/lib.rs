@@ -255,11 +255,23 @@ pub fn parallel_bench(
     begun.elapsed() / threads as u32
 }
 
-/// This thread's CPU time in nanoseconds, from the scheduler's statistics
-/// (`/proc/thread-self/schedstat`, Linux); `None` elsewhere.
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`,
+/// nanosecond resolution; `/proc/thread-self/schedstat` only moves at
+/// scheduler ticks, too coarse for criterion's short samples).
+#[cfg(all(feature = "peers", unix))]
 pub fn thread_cpu_nanos() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    stat.split_whitespace().next()?.parse().ok()
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    u64::try_from(t.tv_sec)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(t.tv_nsec).ok()?)
+}
+
+/// This thread's CPU time: not available without the `peers` feature or
+/// off Unix.
+#[cfg(not(all(feature = "peers", unix)))]
+pub fn thread_cpu_nanos() -> Option<u64> {
+    None
 }
 
 /// Like [`parallel_bench`], timed by CPU time instead of wall time: each
@@ -268,7 +280,7 @@ pub fn thread_cpu_nanos() -> Option<u64> {
 /// run side by side and this equals the wall-time figure; on a busy one it
 /// does not grow when other processes take the cores, so it still shows
 /// whether the threads slow each other down (shared cache lines, locks).
-/// Falls back to wall time where the kernel exposes no per-thread CPU time.
+/// Falls back to wall time where there is no per-thread CPU clock.
 pub fn parallel_bench_cpu(
     threads: usize,
     iters: u64,
