@@ -36,7 +36,12 @@ pub const WORK_ROUNDS: u32 = 45;
 
 /// About 45 ns of register-only work on this machine, standing in for the
 /// code around a protected call (the "with work" workloads).
-#[inline]
+///
+/// Never inlined: one copy of the loop serves every workload. Inlined, each
+/// workload had its own copy, and the copies' code alignment alone moved
+/// the 45 ns by up to ±20 ns between workloads of the same run — more than
+/// the overheads measured.
+#[inline(never)]
 pub fn work() -> u64 {
     let mut x = black_box(0x9E37_79B9_7F4A_7C15u64);
     for _ in 0..WORK_ROUNDS {
