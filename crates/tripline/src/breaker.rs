@@ -87,6 +87,9 @@ pub struct CircuitBreakerBuilder {
     seed: Option<u64>,
     instance: Option<u64>,
     restore: Option<Snapshot>,
+    stripes: Option<usize>,
+    /// Settings shared with a sibling (a registry family), if any.
+    shared: Option<(String, Arc<core::settings::Settings>)>,
 }
 
 impl CircuitBreakerBuilder {
@@ -124,6 +127,26 @@ impl CircuitBreakerBuilder {
         self
     }
 
+    /// Sets how many stripes spread the breaker's hot counters across cache
+    /// lines (a power of two, 1–64; default: the core count, at most 4).
+    /// More stripes let more threads record at once without contending;
+    /// fewer save memory — each stripe costs a time window's buckets again.
+    /// Keyed breakers that each see a slice of the traffic need few.
+    pub fn stripes(mut self, stripes: usize) -> Self {
+        self.stripes = Some(stripes);
+        self
+    }
+
+    /// Builds the breaker `name` on the settings `sibling` runs with, shared
+    /// rather than copied (a registry family: thousands of breakers, one
+    /// config in memory). The settings were validated when the sibling got
+    /// them; a later [`CircuitBreaker::reconfigure`] of either gives that one
+    /// its own.
+    pub(crate) fn share_settings_of(mut self, name: String, sibling: &CircuitBreaker) -> Self {
+        self.shared = Some((name, sibling.inner.shared_settings()));
+        self
+    }
+
     /// Validates the config and builds the breaker.
     pub fn build(self) -> Result<CircuitBreaker, ConfigError> {
         self.build_with_warnings().map(|(b, _)| b)
@@ -131,14 +154,38 @@ impl CircuitBreakerBuilder {
 
     /// Like [`build`](Self::build), also returning the config's warnings.
     pub fn build_with_warnings(self) -> Result<(CircuitBreaker, Vec<ConfigWarning>), ConfigError> {
-        let warnings = self.config.validate()?;
-        for w in &warnings {
-            tracing::warn!(target: "tripline::breaker", breaker = %self.config.name, "{w}");
+        let stripes = match self.stripes {
+            None => stripe::stripes(),
+            Some(n) if n.is_power_of_two() && n <= 64 => n,
+            Some(n) => {
+                return Err(ConfigError::new(
+                    "stripes",
+                    format!("must be a power of two from 1 to 64, got {n}"),
+                ));
+            }
+        };
+        let (name, settings, warnings) = match self.shared {
+            Some((name, settings)) => (name, settings, Vec::new()),
+            None => {
+                let warnings = self.config.validate()?;
+                for w in &warnings {
+                    tracing::warn!(target: "tripline::breaker", breaker = %self.config.name, "{w}");
+                }
+                let name = self.config.name.clone();
+                (
+                    name,
+                    Arc::new(core::settings::Settings::new(self.config, 0)),
+                    warnings,
+                )
+            }
+        };
+        if name.is_empty() {
+            return Err(ConfigError::new("name", "must not be empty"));
         }
         let instance = self.instance.unwrap_or_else(next_instance_id);
         let seed = backoff::mix_seed(self.seed.unwrap_or_else(random_seed), instance);
         let clock = self.clock.unwrap_or_default();
-        let inner = Arc::new(Inner::new(self.config, clock, seed));
+        let inner = Arc::new(Inner::new(&name, settings, clock, seed, stripes));
         if let Some(snapshot) = &self.restore {
             inner.restore(snapshot);
         }
@@ -206,6 +253,13 @@ impl CircuitBreaker {
         self.inner.snapshot()
     }
 
+    /// Applies a state `snapshot` to this (fresh) breaker: what
+    /// [`CircuitBreakerBuilder::restore`] does at build time, for breakers
+    /// made elsewhere (a registry).
+    pub(crate) fn restore_from(&self, snapshot: &Snapshot) {
+        self.inner.restore(snapshot);
+    }
+
     /// The slow-call threshold in force — fixed, or learned from the
     /// baseline — if slow-call detection is on.
     pub fn slow_call_threshold(&self) -> Option<Duration> {
@@ -255,10 +309,10 @@ impl CircuitBreaker {
     where
         C: Classifier<T, E> + ?Sized,
     {
-        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
         let start = self.start_timing();
         let result = f();
-        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
+        permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
     }
 
@@ -282,10 +336,10 @@ impl CircuitBreaker {
         C: Classifier<T, E> + ?Sized,
         F: Future<Output = Result<T, E>>,
     {
-        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
         let start = self.start_timing();
         let result = fut.await;
-        permit.record_nanos(classifier.classify(&result), self.elapsed_nanos(start));
+        permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
     }
 
@@ -384,9 +438,33 @@ impl CircuitBreaker {
         16 + std::mem::size_of::<Inner>() + self.inner.heap_bytes()
     }
 
+    /// Every call this breaker has been asked for, whatever became of it
+    /// (admitted, rejected, cancelled): a cheap, allocation-free count to
+    /// tell an idle breaker from a busy one.
+    pub fn activity(&self) -> u64 {
+        self.inner.activity()
+    }
+
     /// Whether two handles share one breaker.
     pub fn ptr_eq(&self, other: &CircuitBreaker) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Adopts the settings `sibling` runs with (validated when it got them),
+    /// keeping this breaker's state: how a registry family reconfigures
+    /// thousands of breakers onto one shared config.
+    pub(crate) fn adopt_settings_of(&self, sibling: &CircuitBreaker, warnings: &[ConfigWarning]) {
+        self.inner
+            .install(sibling.inner.shared_settings(), warnings);
+    }
+
+    /// Subscribes `f` as the breaker's one forwarder (a registry's), unless
+    /// one is installed already; returns whether this call installed it.
+    pub(crate) fn subscribe_forwarder_once(
+        &self,
+        f: impl Fn(&Event) + Send + Sync + 'static,
+    ) -> bool {
+        self.inner.events.subscribe_forwarder_once(Arc::new(f))
     }
 
     /// Drops every subscriber (used when a registry removes the breaker).

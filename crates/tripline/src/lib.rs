@@ -20,6 +20,11 @@
 //!   tenant, bounded in number and evicted when idle.
 //! * [`AdaptiveThrottle`] — sheds load locally, in proportion, while a
 //!   dependency is overloaded but working (the breaker is for "down").
+//! * [`cluster`] — one dependency, many endpoints: balancing, a breaker per
+//!   endpoint, and the six Dubbo strategies (failover, failfast, failsafe,
+//!   durable failback, forking, broadcast); [`outlier`] — Envoy-style
+//!   outlier detection and panic mode, to route around the few sick
+//!   endpoints without ever routing around all of them.
 //!
 //! ```
 //! use std::time::Duration;
@@ -55,8 +60,12 @@ pub mod budget;
 pub mod bulkhead;
 pub mod classify;
 pub mod clock;
+#[cfg(not(loom))]
+pub mod cluster;
 pub mod fallback;
 pub mod hedge;
+#[cfg(not(loom))]
+pub mod outlier;
 pub mod pipeline;
 pub mod registry;
 pub mod retry;

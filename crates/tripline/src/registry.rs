@@ -101,6 +101,7 @@ mod entry;
 mod events;
 mod evict;
 mod reconfigure;
+mod snapshot;
 mod stats;
 
 use std::collections::HashMap;
@@ -182,7 +183,7 @@ pub(crate) struct Shared<K> {
     overflow: OverflowPolicy,
     idle_ttl: Option<std::time::Duration>,
     /// The family template; read only when a breaker is created.
-    template: RwLock<CircuitBreakerConfig>,
+    template: RwLock<Template>,
     by_key: HashMap<K, CircuitBreakerConfig>,
     by_fn: Option<OverrideFn<K>>,
     naming: NameFn<K>,
@@ -304,7 +305,7 @@ impl<K: RegistryKey> BreakerRegistry<K> {
 
     /// The family's breaker config as new breakers get it.
     pub fn family_config(&self) -> CircuitBreakerConfig {
-        self.shared.template().clone()
+        self.shared.template().config.clone()
     }
 
     /// The shared overflow breaker, once a full registry has handed it out.
@@ -313,8 +314,15 @@ impl<K: RegistryKey> BreakerRegistry<K> {
     }
 }
 
+/// The family's config, and an idle breaker running it whose settings every
+/// breaker of the family shares: thousands of breakers, one config in memory.
+pub(crate) struct Template {
+    pub(crate) config: CircuitBreakerConfig,
+    pub(crate) sibling: CircuitBreaker,
+}
+
 impl<K: RegistryKey> Shared<K> {
-    pub(crate) fn template(&self) -> RwLockReadGuard<'_, CircuitBreakerConfig> {
+    pub(crate) fn template(&self) -> RwLockReadGuard<'_, Template> {
         // Writers replace the config whole: a poisoned lock still holds a
         // consistent value.
         self.template

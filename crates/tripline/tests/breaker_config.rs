@@ -446,3 +446,18 @@ fn toml_vocabulary_round_trips_and_refuses_unknown_keys() {
         assert!(err.contains(needle), "{doc:?}: {err}");
     }
 }
+
+#[test]
+fn stripes_must_be_a_power_of_two() {
+    for bad in [0usize, 3, 128] {
+        let err = CircuitBreaker::builder().stripes(bad).build().unwrap_err();
+        assert_eq!(err.field, "stripes");
+        assert!(
+            err.to_string().contains("power of two from 1 to 64"),
+            "{err}"
+        );
+    }
+    let one = CircuitBreaker::builder().stripes(1).build().unwrap();
+    let four = CircuitBreaker::builder().stripes(4).build().unwrap();
+    assert!(one.memory_footprint() < four.memory_footprint());
+}

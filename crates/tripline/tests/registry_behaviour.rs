@@ -550,3 +550,39 @@ fn a_late_subscriber_hears_existing_and_new_breakers_once_each() {
         ]
     );
 }
+
+#[test]
+fn family_breakers_share_one_config_but_keep_their_names() {
+    let registry = BreakerRegistry::<u32>::try_new(RegistryConfig::default()).unwrap();
+    let a = registry.get(&1).unwrap();
+    let b = registry.get(&2).unwrap();
+    assert_ne!(
+        a.config().name,
+        b.config().name,
+        "each config carries its breaker's name"
+    );
+    registry
+        .reconfigure_family(CircuitBreakerConfig {
+            minimum_calls: 42,
+            ..registry.family_config()
+        })
+        .unwrap();
+    assert_eq!(
+        (a.config().minimum_calls, b.config().minimum_calls),
+        (42, 42)
+    );
+    assert_eq!(a.config_version(), b.config_version());
+    // A breaker reconfigured on its own leaves the family's settings alone.
+    a.reconfigure(CircuitBreakerConfig {
+        minimum_calls: 7,
+        ..a.config()
+    })
+    .unwrap();
+    assert_eq!(
+        (a.config().minimum_calls, b.config().minimum_calls),
+        (7, 42)
+    );
+    assert!(a.activity() == 0 && b.activity() == 0);
+    let _ = a.call(|| Ok::<_, ()>(()));
+    assert_eq!(a.activity(), 1);
+}

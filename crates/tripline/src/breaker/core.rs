@@ -28,7 +28,7 @@ use super::event::EventHub;
 use super::half_open::HalfOpenRound;
 use super::half_open::ramp::RampRound;
 use super::state::{State, Word};
-use super::stripe::{self, Counters, Padded};
+use super::stripe::{Counters, Padded};
 use super::window::{Window, WindowChain, WindowSnapshot};
 use crate::clock::{Clock, SharedClock, Timestamp, duration_to_nanos};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
@@ -84,18 +84,28 @@ pub(crate) struct Inner {
     reconfiguring: Mutex<()>,
     counters: Counters,
     pub(crate) events: EventHub,
+    /// Stripes of the window and counters (see `stripe.rs`).
+    stripes: usize,
 }
 
 impl Inner {
-    pub(crate) fn new(config: CircuitBreakerConfig, clock: SharedClock, seed: u64) -> Self {
-        let stripes = stripe::stripes();
+    /// A breaker named `name` running `settings` (possibly shared with
+    /// other breakers of a registry family) with `stripes` stripes.
+    pub(crate) fn new(
+        name: &str,
+        settings: Arc<Settings>,
+        clock: SharedClock,
+        seed: u64,
+        stripes: usize,
+    ) -> Self {
+        let config = &settings.config;
         let now = clock.now().as_nanos();
         let inner = Inner {
             state: Padded(AtomicU64::new(Word::initial(State::Closed).0)),
             slow_nanos: AtomicU64::new(NEVER),
             window_depth: AtomicU64::new(0),
             windows: WindowChain::new(Window::new(&config.window, stripes)),
-            name: Arc::from(config.name.as_str()),
+            name: Arc::from(name),
             clock,
             half_open: HalfOpenRound::new(),
             ramp: RampRound::new(),
@@ -111,7 +121,8 @@ impl Inner {
             reconfiguring: Mutex::new(()),
             counters: Counters::new(stripes),
             events: EventHub::new(),
-            settings: SettingsCell::new(Settings::new(config, 0)),
+            stripes,
+            settings: SettingsCell::new(settings),
         };
         inner.apply_slow_threshold();
         inner
@@ -176,8 +187,46 @@ impl Inner {
         self.settings.with(f)
     }
 
+    /// The config in force, under this breaker's own name (shared family
+    /// settings carry the family's).
     pub(crate) fn config(&self) -> CircuitBreakerConfig {
-        self.settings.with(|s| s.config.clone())
+        self.settings.with(|s| self.own(&s.config))
+    }
+
+    /// `config` renamed after this breaker.
+    pub(crate) fn own(&self, config: &CircuitBreakerConfig) -> CircuitBreakerConfig {
+        CircuitBreakerConfig {
+            name: self.name.to_string(),
+            ..config.clone()
+        }
+    }
+
+    /// The settings in force, to share with a sibling breaker.
+    pub(crate) fn shared_settings(&self) -> Arc<Settings> {
+        self.settings.load_arc()
+    }
+
+    pub(crate) fn stripes(&self) -> usize {
+        self.stripes
+    }
+
+    /// Every call this breaker has seen, whatever became of it: a cheap,
+    /// allocation-free activity count (idle detection).
+    pub(crate) fn activity(&self) -> u64 {
+        use super::stripe::Counter::*;
+        let c = &self.counters;
+        [
+            Rejected,
+            Ignored,
+            LateSuccess,
+            LateFailure,
+            ProbeSuccess,
+            ProbeFailure,
+            Cancelled,
+        ]
+        .into_iter()
+        .map(|k| c.get(k))
+        .fold(self.window().totals().calls, u64::wrapping_add)
     }
 
     pub(crate) fn window_snapshot(&self) -> WindowSnapshot {
@@ -215,6 +264,7 @@ impl Inner {
 
     /// Bytes this breaker owns outside `Inner` (window, stripes, settings).
     pub(crate) fn heap_bytes(&self) -> usize {
+        // Shared settings are counted in full by each sharer: an upper bound.
         let settings = std::mem::size_of::<Settings>() + 16 + self.name.len();
         self.window().heap_bytes() + self.counters.heap_bytes() + self.name.len() + settings
     }

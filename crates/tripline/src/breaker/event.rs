@@ -191,6 +191,8 @@ struct Queue {
     delivering: bool,
     next_id: u64,
     subscribers: Vec<(u64, Callback)>,
+    /// Whether the one-per-breaker forwarder (a registry's) is installed.
+    forwarder: bool,
 }
 
 /// Subscribers and the ordered delivery queue of one breaker.
@@ -220,12 +222,30 @@ impl EventHub {
         id
     }
 
+    /// Subscribes `f` unless a forwarder was subscribed before: the check
+    /// and the insertion happen under one lock, so racing installers (a
+    /// registry's first subscription and a concurrent creation) install it
+    /// exactly once.
+    pub(crate) fn subscribe_forwarder_once(&self, f: Callback) -> bool {
+        let mut q = lock(&self.queue);
+        if q.forwarder {
+            return false;
+        }
+        q.forwarder = true;
+        let id = q.next_id;
+        q.next_id += 1;
+        q.subscribers.push((id, f));
+        true
+    }
+
     pub(crate) fn unsubscribe(&self, id: u64) {
         lock(&self.queue).subscribers.retain(|(i, _)| *i != id);
     }
 
     pub(crate) fn unsubscribe_all(&self) {
-        lock(&self.queue).subscribers.clear();
+        let mut q = lock(&self.queue);
+        q.subscribers.clear();
+        q.forwarder = false;
     }
 
     /// Queues the event reserved as `seq` and delivers every event that is

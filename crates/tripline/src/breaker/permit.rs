@@ -163,14 +163,18 @@ impl<'a> Permit<'a> {
         );
     }
 
-    /// Records the outcome of a call that took `elapsed_nanos`; the hot path
-    /// of [`CircuitBreaker::call`](super::CircuitBreaker::call).
-    #[inline]
-    pub(crate) fn record_nanos(self, outcome: Outcome, elapsed_nanos: u64) {
-        let this = std::mem::ManuallyDrop::new(self);
-        this.inner.record(
-            this.ticket.admission,
-            this.ticket.generation,
+    /// Records the outcome of a call that took `elapsed_nanos`, in place;
+    /// the hot path of [`CircuitBreaker::call`](super::CircuitBreaker::call).
+    /// Settling in place, rather than moving the permit into a consuming
+    /// method, keeps the permit where it was stored before the call: a move
+    /// re-reads it with wider loads than the stores that wrote it, which
+    /// defeats store forwarding and cost ~10 ns per call.
+    #[inline(always)]
+    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
+        self.ticket.settled = true;
+        self.inner.record(
+            self.ticket.admission,
+            self.ticket.generation,
             outcome,
             elapsed_nanos,
         );
@@ -225,8 +229,26 @@ impl OwnedPermit {
     }
 
     /// Records the call's outcome and duration. Consumes the permit.
+    #[inline]
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
         self.ticket.record(&self.inner, outcome, elapsed);
+    }
+
+    /// Records the outcome in place, for futures that keep the permit until
+    /// they are dropped (see [`Permit::record_in_place`]).
+    #[cfg(feature = "tower")]
+    #[inline(always)]
+    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
+        if self.ticket.settled {
+            return;
+        }
+        self.ticket.settled = true;
+        self.inner.record(
+            self.ticket.admission,
+            self.ticket.generation,
+            outcome,
+            elapsed_nanos,
+        );
     }
 
     /// Whether this permit is a half-open probe.

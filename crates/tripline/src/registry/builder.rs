@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use super::config::{error, nested};
 use super::events::Subscribers;
-use super::{BreakerRegistry, NameFn, OverrideFn, RegistryConfig, RegistryKey, Shared};
-use crate::breaker::{CircuitBreakerConfig, ConfigError, ConfigWarning};
+use super::{BreakerRegistry, NameFn, OverrideFn, RegistryConfig, RegistryKey, Shared, Template};
+use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, ConfigWarning};
 use crate::clock::SharedClock;
 
 /// Builds a [`BreakerRegistry`]: per-key overrides, a naming function, a
@@ -163,6 +163,7 @@ impl<K: RegistryKey> RegistryBuilder<K> {
             idle_ttl,
             breaker,
         } = self.config;
+        let clock = self.clock.unwrap_or_default();
         let shared = Shared {
             family: Arc::from(breaker.name.as_str()),
             map: scc::HashIndex::with_hasher(foldhash::fast::RandomState::default()),
@@ -171,11 +172,19 @@ impl<K: RegistryKey> RegistryBuilder<K> {
             max_breakers,
             overflow,
             idle_ttl,
-            template: RwLock::new(breaker),
+            template: RwLock::new(Template {
+                sibling: CircuitBreaker::builder()
+                    .config(breaker.clone())
+                    .clock(clock.clone())
+                    .stripes(1)
+                    .build()
+                    .map_err(|e| nested("breaker", e))?,
+                config: breaker,
+            }),
             by_key: self.by_key,
             by_fn: self.by_fn,
             naming: self.naming,
-            clock: self.clock.unwrap_or_default(),
+            clock,
             seed: self.seed,
             overflow_breaker: OnceLock::new(),
             subscribers: Subscribers::new(),

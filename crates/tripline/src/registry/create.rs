@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::entry::Entry;
-use super::{OverflowPolicy, RegistryError, RegistryKey, Shared};
-use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError};
+use super::{OverflowPolicy, RegistryError, RegistryKey, Shared, Template};
+use crate::breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError};
 use crate::clock::Clock;
 
 impl<K: RegistryKey> Shared<K> {
@@ -93,12 +93,8 @@ impl<K: RegistryKey> Shared<K> {
         let name = self.overflow_name();
         // Held until the breaker is published, as for keyed breakers.
         let template = self.template();
-        let config = CircuitBreakerConfig {
-            name: name.clone(),
-            ..template.clone()
-        };
         let breaker = self
-            .breaker(config)
+            .family_breaker(name.clone(), &template)
             .map_err(|source| RegistryError::InvalidConfig {
                 breaker: name,
                 source,
@@ -131,35 +127,55 @@ impl<K: RegistryKey> Shared<K> {
             .or_else(|| self.by_fn.as_ref().and_then(|f| f(key)))
     }
 
-    /// The breaker of `key`: its override, else the family template,
-    /// named after the key.
-    fn build(
-        &self,
-        key: &K,
-        template: &CircuitBreakerConfig,
-    ) -> Result<CircuitBreaker, RegistryError> {
+    /// The breaker of `key`: its override, else the family template
+    /// (shared, not copied), named after the key.
+    fn build(&self, key: &K, template: &Template) -> Result<CircuitBreaker, RegistryError> {
         let mut name = (self.naming)(key);
         name.shrink_to_fit();
-        let config = CircuitBreakerConfig {
-            name: name.clone(),
-            ..self.override_for(key).unwrap_or_else(|| template.clone())
-        };
-        self.breaker(config)
-            .map_err(|source| RegistryError::InvalidConfig {
-                breaker: name,
-                source,
-            })
+        let built = match self.override_for(key) {
+            Some(config) => self.builder(&name).config(CircuitBreakerConfig {
+                name: name.clone(),
+                ..config
+            }),
+            None => {
+                return self
+                    .family_breaker(name.clone(), template)
+                    .map_err(|source| RegistryError::InvalidConfig {
+                        breaker: name,
+                        source,
+                    });
+            }
+        }
+        .build();
+        built.map_err(|source| RegistryError::InvalidConfig {
+            breaker: name,
+            source,
+        })
     }
 
-    fn breaker(&self, config: CircuitBreakerConfig) -> Result<CircuitBreaker, ConfigError> {
-        let mut builder = CircuitBreaker::builder().clock(self.clock.clone());
+    /// A breaker named `name` on the family's shared settings.
+    fn family_breaker(
+        &self,
+        name: String,
+        template: &Template,
+    ) -> Result<CircuitBreaker, ConfigError> {
+        self.builder(&name)
+            .share_settings_of(name, &template.sibling)
+            .build()
+    }
+
+    /// A builder for a breaker named `name`: the registry's clock, a seed
+    /// derived from the name (deterministic whatever the creation order),
+    /// and at most two stripes — a keyed breaker sees a slice of the
+    /// traffic, and memory per key matters more than contention.
+    fn builder(&self, name: &str) -> CircuitBreakerBuilder {
+        let mut builder = CircuitBreaker::builder()
+            .clock(self.clock.clone())
+            .stripes(crate::breaker::stripe::stripes().min(2));
         if let Some(seed) = self.seed {
-            // Deterministic per key, whatever the creation order.
-            builder = builder
-                .seed(seed)
-                .instance_id(fnv1a(config.name.as_bytes()));
+            builder = builder.seed(seed).instance_id(fnv1a(name.as_bytes()));
         }
-        builder.config(config).build()
+        builder
     }
 }
 

@@ -3,9 +3,11 @@
 //! 20 000-breaker memory goal has ~90 bytes of headroom per breaker over
 //! the breaker itself).
 //!
-//! The word holds, from the top bit down:
+//! The word holds, from the top bit down (the forwarder of registry events
+//! is tracked by the breaker itself, whose identity survives the map
+//! relocating entries):
 //!
-//! * bit 63 — the registry's event forwarder is subscribed to the breaker;
+//! * bit 63 — unused;
 //! * bits 32..63 — the low 31 bits of the breaker's call count as the last
 //!   eviction pass saw it (activity shows as a change; it would alias only
 //!   after exactly a multiple of 2³¹ calls between two passes);
@@ -19,7 +21,6 @@ use std::time::Duration;
 use crate::breaker::CircuitBreaker;
 use crate::clock::Timestamp;
 
-const FORWARDED: u64 = 1 << 63;
 const CALLS_MASK: u64 = (1 << 31) - 1;
 const SECS_MASK: u64 = (1 << 32) - 1;
 
@@ -43,14 +44,11 @@ impl Entry {
     }
 
     /// The entry that takes `old`'s place when an eviction is undone:
-    /// active now, forwarder flag carried over. Marks `old` as forwarded,
-    /// so a concurrent subscription installs the forwarder on the new
-    /// entry only.
+    /// same breaker, active now.
     pub(crate) fn put_back(old: &Entry, now: Timestamp) -> Self {
-        let had = old.word.fetch_or(FORWARDED, Ordering::AcqRel) & FORWARDED;
         Entry {
             breaker: old.breaker.clone(),
-            word: AtomicU64::new(had | CALLS_MASK << 32 | secs_up(now)),
+            word: AtomicU64::new(CALLS_MASK << 32 | secs_up(now)),
         }
     }
 
@@ -74,16 +72,10 @@ impl Entry {
                     None
                 } else {
                     idle = Duration::ZERO;
-                    Some((w & FORWARDED) | calls << 32 | secs_up(now))
+                    Some(calls << 32 | secs_up(now))
                 }
             });
         idle
-    }
-
-    /// Marks the forwarder as subscribed; true if this call should
-    /// subscribe it (exactly one caller per entry gets true).
-    pub(crate) fn claim_forwarding(&self) -> bool {
-        self.word.fetch_or(FORWARDED, Ordering::AcqRel) & FORWARDED == 0
     }
 }
 
@@ -108,12 +100,9 @@ mod tests {
         assert_eq!(e.observe(5, at(131.0)), Duration::from_secs(60));
         // Only the low 31 bits of the count matter.
         assert_eq!(e.observe(5 + (1 << 31), at(140.0)), Duration::from_secs(69));
-        assert!(e.claim_forwarding());
-        assert!(!e.claim_forwarding());
         assert_eq!(e.observe(6, at(150.0)), Duration::ZERO);
-        assert!(!e.claim_forwarding(), "observing keeps the flag");
         let back = Entry::put_back(&e, at(200.0));
-        assert!(!back.claim_forwarding(), "the flag is carried over");
+        assert_eq!(back.observe(6, at(200.0)), Duration::ZERO, "active again");
         assert_eq!(std::mem::size_of::<Entry>(), 16);
     }
 }

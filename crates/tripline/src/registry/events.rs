@@ -8,8 +8,10 @@
 //! installs them on every breaker present, and every breaker created after
 //! it gets one at creation. The two sides meet through sequentially
 //! consistent fences (the creator inserts then reads the flag, the
-//! subscriber sets the flag then scans), so no breaker is missed, and a
-//! per-entry claim bit makes sure none gets two.
+//! subscriber sets the flag then scans), so no breaker is missed, and the
+//! breaker itself installs its forwarder at most once (the check happens
+//! under its event lock: the map may hand out an entry twice while it
+//! resizes, so a flag in the entry could be copied and claimed twice).
 //!
 //! Events are transitions only — rare — so the subscriber list is a mutex,
 //! cloned before the callbacks run so that a callback may call back into
@@ -188,20 +190,16 @@ impl<K: RegistryKey> Shared<K> {
 }
 
 fn forward<K: RegistryKey>(key: Option<&K>, entry: &Entry, this: &Arc<Shared<K>>) {
-    if entry.claim_forwarding() {
-        install(key, &entry.breaker, this);
-    }
+    install(key, &entry.breaker, this);
 }
 
 /// Subscribes the forwarder of `key`'s breaker (`None`: the overflow one).
 fn install<K: RegistryKey>(key: Option<&K>, breaker: &CircuitBreaker, this: &Arc<Shared<K>>) {
     let registry = Arc::downgrade(this);
     let key = key.cloned();
-    breaker
-        .subscribe(move |event| {
-            if let Some(shared) = registry.upgrade() {
-                shared.subscribers.dispatch(key.as_ref(), event);
-            }
-        })
-        .detach();
+    breaker.subscribe_forwarder_once(move |event| {
+        if let Some(shared) = registry.upgrade() {
+            shared.subscribers.dispatch(key.as_ref(), event);
+        }
+    });
 }

@@ -6,13 +6,13 @@ use std::sync::PoisonError;
 
 use super::config::error;
 use super::{BreakerRegistry, RegistryKey};
-use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, ConfigWarning};
+use crate::breaker::{CircuitBreakerConfig, ConfigError, ConfigWarning};
 
 impl<K: RegistryKey> BreakerRegistry<K> {
     /// Replaces the family's breaker config: every breaker without a
     /// per-key override (and the overflow breaker) is reconfigured in place
     /// — state, window contents and subscribers kept, see
-    /// [`CircuitBreaker::reconfigure`] — and breakers created from now on
+    /// [`CircuitBreaker::reconfigure`](crate::CircuitBreaker::reconfigure) — and breakers created from now on
     /// get it. Breakers with an override keep theirs.
     ///
     /// An invalid config is refused, naming the field, and changes nothing;
@@ -51,43 +51,26 @@ impl<K: RegistryKey> BreakerRegistry<K> {
                 ),
             ));
         }
-        let warnings = config.validate()?;
         // Creations hold the read lock from reading the template to
         // inserting the breaker: once the write lock is ours, every breaker
         // made from the old template is in the map, and every later one
         // gets the new template.
         let mut template = s.template.write().unwrap_or_else(PoisonError::into_inner);
-        let old = template.clone();
-        *template = config.clone();
+        // The template's own breaker validates the config and makes the one
+        // settings object the whole family will share; if it refuses,
+        // nothing has changed.
+        let warnings = template.sibling.reconfigure(config.clone())?;
+        template.config = config;
+        let sibling = template.sibling.clone();
         drop(template);
-
-        let mut done: Vec<CircuitBreaker> = Vec::new();
-        let mut apply = |b: &CircuitBreaker| -> Result<(), ConfigError> {
-            b.reconfigure(CircuitBreakerConfig {
-                name: b.name().to_owned(),
-                ..config.clone()
-            })?;
-            done.push(b.clone());
-            Ok(())
-        };
         let guard = scc::Guard::new();
-        let result = s
-            .map
-            .iter(&guard)
-            .filter(|(k, _)| s.override_for(k).is_none())
-            .try_for_each(|(_, e)| apply(&e.breaker))
-            .and_then(|()| s.overflow_breaker.get().map_or(Ok(()), &mut apply));
-        if let Err(e) = result {
-            // Validated above, so a breaker refusing it is not expected;
-            // if one does, put every breaker and the template back.
-            *s.template.write().unwrap_or_else(PoisonError::into_inner) = old.clone();
-            for b in &done {
-                let _ = b.reconfigure(CircuitBreakerConfig {
-                    name: b.name().to_owned(),
-                    ..old.clone()
-                });
+        for (key, entry) in s.map.iter(&guard) {
+            if s.override_for(key).is_none() {
+                entry.breaker.adopt_settings_of(&sibling, &warnings);
             }
-            return Err(e);
+        }
+        if let Some(b) = s.overflow_breaker.get() {
+            b.adopt_settings_of(&sibling, &warnings);
         }
         Ok(warnings)
     }

@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use tower_layer::Layer;
 use tower_service::Service;
@@ -202,12 +201,13 @@ where
             })));
         };
         let result = ready!(fut.poll(cx)).map_err(Into::into);
-        if let Some(permit) = this.permit.take() {
-            let elapsed = this
-                .clock
-                .as_ref()
-                .map_or(Duration::ZERO, |c| c.now() - *this.start);
-            permit.record(this.classifier.classify(&result), elapsed);
+        if let Some(permit) = this.permit.as_mut() {
+            let elapsed = this.clock.as_ref().map_or(0, |c| {
+                c.now().as_nanos().saturating_sub(this.start.as_nanos())
+            });
+            // Settled in place: the permit stays in the future (dropped with
+            // it) instead of being moved out, which is cheaper per call.
+            permit.record_in_place(this.classifier.classify(&result), elapsed);
         }
         Poll::Ready(result)
     }

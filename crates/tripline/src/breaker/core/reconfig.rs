@@ -11,12 +11,11 @@ use std::time::{Duration, SystemTime};
 use super::super::config::{CircuitBreakerConfig, ConfigError, ConfigWarning};
 use super::super::event::{EventKind, Reason};
 use super::super::state::State;
-use super::super::stripe;
 use super::super::window::{Window, WindowSnapshot};
 use super::settings::Settings;
 use super::{Inner, OpenUntil};
 use crate::clock::{Clock, Timestamp, duration_until_system_time, system_time_after};
-use crate::sync::{Ordering, lock};
+use crate::sync::{Arc, Ordering, lock};
 
 /// A breaker's state, as data to keep across a process restart.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,18 +56,29 @@ impl Inner {
                 ),
             ));
         }
+        let version = self.settings.with(|s| s.version + 1);
+        self.install(Arc::new(Settings::new(config, version)), &warnings);
+        Ok(warnings)
+    }
+
+    /// Installs already validated `settings` — made by
+    /// [`reconfigure`](Self::reconfigure), or shared by a registry family —
+    /// keeping the breaker's state.
+    pub(crate) fn install(&self, settings: Arc<Settings>, warnings: &[ConfigWarning]) {
         let _serial = lock(&self.reconfiguring);
         let now = self.clock.now();
-        let (old, version) = self.settings.with(|s| (s.config.clone(), s.version + 1));
+        let config = self.own(&settings.config);
+        let version = settings.version;
+        let old = self.settings.with(|s| self.own(&s.config));
         if old.window != config.window {
-            let fresh = Window::new(&config.window, stripe::stripes());
+            let fresh = Window::new(&config.window, self.stripes());
             fresh.absorb(self.window(), now);
             let depth = self.window_depth.load(Ordering::Acquire);
             self.windows.push(depth, fresh);
             self.window_depth.store(depth + 1, Ordering::Release);
         }
         let half_open_changed = old.half_open != config.half_open;
-        self.settings.store(Settings::new(config.clone(), version));
+        self.settings.store(settings);
         self.apply_slow_threshold();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
         let seq = self.events.reserve();
@@ -92,7 +102,6 @@ impl Inner {
                 self.enter_half_open_from_half_open(w, now);
             }
         }
-        Ok(warnings)
     }
 
     fn enter_half_open_from_half_open(&self, w: super::super::state::Word, now: Timestamp) {

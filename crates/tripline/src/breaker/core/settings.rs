@@ -12,7 +12,10 @@ use crate::clock::duration_to_nanos;
 
 /// A validated config and the policy rules derived from it; everything
 /// else is computed from the config on the (cold) paths that need it, which
-/// keeps a breaker small.
+/// keeps a breaker small. Breakers of one registry family share one
+/// `Settings` (its `config.name` is then the family's; each breaker's own
+/// name lives in the breaker).
+#[derive(Debug)]
 pub(crate) struct Settings {
     pub(crate) config: CircuitBreakerConfig,
     pub(crate) version: u64,
@@ -101,12 +104,12 @@ pub(crate) struct SettingsCell {
 }
 
 impl SettingsCell {
-    pub(crate) fn new(settings: Settings) -> Self {
+    pub(crate) fn new(settings: std::sync::Arc<Settings>) -> Self {
         SettingsCell {
             #[cfg(not(loom))]
-            current: arc_swap::ArcSwap::from_pointee(settings),
+            current: arc_swap::ArcSwap::new(settings),
             #[cfg(loom)]
-            current: crate::sync::Mutex::new(std::sync::Arc::new(settings)),
+            current: crate::sync::Mutex::new(settings),
         }
     }
 
@@ -124,12 +127,24 @@ impl SettingsCell {
         }
     }
 
-    pub(crate) fn store(&self, settings: Settings) {
+    pub(crate) fn store(&self, settings: std::sync::Arc<Settings>) {
         #[cfg(not(loom))]
-        self.current.store(std::sync::Arc::new(settings));
+        self.current.store(settings);
         #[cfg(loom)]
         {
-            *crate::sync::lock(&self.current) = std::sync::Arc::new(settings);
+            *crate::sync::lock(&self.current) = settings;
+        }
+    }
+
+    /// The current settings, to share with another breaker.
+    pub(crate) fn load_arc(&self) -> std::sync::Arc<Settings> {
+        #[cfg(not(loom))]
+        {
+            self.current.load_full()
+        }
+        #[cfg(loom)]
+        {
+            crate::sync::lock(&self.current).clone()
         }
     }
 }

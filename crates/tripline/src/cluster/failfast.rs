@@ -1,0 +1,142 @@
+//! Failfast: one attempt on one endpoint, the error as is.
+//!
+//! For operations that must never run twice — placing an order, deducting
+//! stock, moving money (seed 003 §2.2): no retry, no extra load on a
+//! struggling dependency, the fastest answer. Selection still skips
+//! endpoints that are ejected or whose breaker is open, so the one attempt
+//! goes to an endpoint that can take it; when none can, the call fails at
+//! once with [`Unavailable`](super::Unavailable), without touching the network.
+
+use std::future::Future;
+
+use super::balance::NONE_TRIED;
+use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
+use super::shared::check_deadline;
+use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
+use crate::clock::Clock;
+use crate::timeout::Deadline;
+
+/// The failfast strategy over a cluster.
+///
+/// ```
+/// use tripline::cluster::{Cluster, ClusterError, EndpointConfig, Failfast};
+///
+/// let cluster = Cluster::builder()
+///     .endpoints([EndpointConfig::new("a", "a:80"), EndpointConfig::new("b", "b:80")])
+///     .build()
+///     .unwrap();
+/// let failfast = Failfast::new(cluster);
+/// let mut calls = 0;
+/// let r = failfast.call(|_endpoint, _attempt| {
+///     calls += 1;
+///     Err::<(), _>("insufficient balance")
+/// });
+/// assert!(matches!(r, Err(ClusterError::Failed { attempts: 1, .. })));
+/// assert_eq!(calls, 1); // never a second attempt
+/// ```
+#[derive(Clone, Debug)]
+pub struct Failfast {
+    cluster: Cluster,
+}
+
+impl Failfast {
+    /// Failfast calls over `cluster`.
+    pub fn new(cluster: Cluster) -> Self {
+        Failfast { cluster }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Runs `op` once on a selected endpoint: `Ok` is a success, `Err` an
+    /// upstream failure. The context deadline ([`Deadline::current`]) is
+    /// checked first and handed to the attempt.
+    #[inline]
+    pub fn call<T, E>(
+        &self,
+        op: impl FnOnce(&Endpoint, &ClusterAttempt) -> Result<T, E>,
+    ) -> Result<T, ClusterError<E>> {
+        self.call_with(&DefaultEndpointClassifier, op)
+    }
+
+    /// Runs `op` once, classifying its result with `classifier`.
+    #[inline]
+    pub fn call_with<T, E, C>(
+        &self,
+        classifier: &C,
+        op: impl FnOnce(&Endpoint, &ClusterAttempt) -> Result<T, E>,
+    ) -> Result<T, ClusterError<E>>
+    where
+        C: EndpointClassifier<T, E> + ?Sized,
+    {
+        let s = &*self.cluster.shared;
+        s.tick();
+        let deadline = Deadline::current();
+        if deadline.is_some() {
+            check_deadline(deadline, s.clock.now(), Default::default())
+                .map_err(ClusterError::DeadlineExceeded)?;
+        }
+        let set = s.set.load();
+        let tried = &NONE_TRIED;
+        let Some((i, permit)) = s.pick(&set, tried) else {
+            return Err(s.unavailable(&set, tried).into());
+        };
+        let e = &set.endpoints[i];
+        let attempt = ClusterAttempt {
+            number: 1,
+            deadline,
+        };
+        let (_, result) = s.attempt(e, permit, &attempt, classifier, op);
+        result.map_err(|error| ClusterError::Failed {
+            endpoint: e.id().clone(),
+            attempts: 1,
+            error,
+        })
+    }
+
+    /// Awaits the future `op` makes for a selected endpoint, once.
+    pub async fn call_async<T, E, F, Fut>(&self, op: F) -> Result<T, ClusterError<E>>
+    where
+        F: FnOnce(Endpoint, ClusterAttempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(&DefaultEndpointClassifier, op).await
+    }
+
+    /// Awaits the future `op` makes, once, classifying with `classifier`.
+    pub async fn call_async_with<T, E, C, F, Fut>(
+        &self,
+        classifier: &C,
+        op: F,
+    ) -> Result<T, ClusterError<E>>
+    where
+        C: EndpointClassifier<T, E> + ?Sized,
+        F: FnOnce(Endpoint, ClusterAttempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let s = &*self.cluster.shared;
+        s.tick();
+        let deadline = Deadline::current();
+        check_deadline(deadline, s.clock.now(), Default::default())
+            .map_err(ClusterError::DeadlineExceeded)?;
+        let set = s.set.load_full();
+        let tried = &NONE_TRIED;
+        let Some((i, permit)) = s.pick(&set, tried) else {
+            return Err(s.unavailable(&set, tried).into());
+        };
+        let e = &set.endpoints[i];
+        let attempt = ClusterAttempt {
+            number: 1,
+            deadline,
+        };
+        let fut = op(e.clone(), attempt);
+        let (_, result) = s.attempt_async(e, permit, &attempt, classifier, fut).await;
+        result.map_err(|error| ClusterError::Failed {
+            endpoint: e.id().clone(),
+            attempts: 1,
+            error,
+        })
+    }
+}

@@ -1,0 +1,152 @@
+//! The bookkeeping of one failover call, shared by the sync and async
+//! loops: the deadline, the endpoints tried, the budget, and the decision
+//! after each attempt.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::Inner;
+use super::config::Stop;
+use crate::clock::{Clock, Timestamp};
+use crate::cluster::balance::Tried;
+use crate::cluster::outcome::EndpointOutcome;
+use crate::cluster::set::EndpointSet;
+use crate::cluster::shared::{Shared, check_deadline};
+use crate::cluster::{ClusterAttempt, ClusterError, Endpoint, EndpointId};
+use crate::timeout::Deadline;
+
+/// What the loop does after an attempt.
+pub(super) enum Step<T, E> {
+    /// Return this.
+    Finish(Result<T, ClusterError<E>>),
+    /// Wait this long, then try the next endpoint.
+    Next(Duration),
+}
+
+/// One logical call in progress, shared by the sync and async loops.
+pub(super) struct Run<'a, T, E> {
+    pub(super) s: &'a Shared,
+    f: &'a Inner,
+    deadline: Option<Deadline>,
+    pub(super) tried: Tried,
+    made: u32,
+    wait: Duration,
+    last: Option<(EndpointId, Result<T, E>)>,
+}
+
+impl<'a, T, E> Run<'a, T, E> {
+    #[inline]
+    pub(super) fn begin(s: &'a Shared, f: &'a Inner) -> Result<Self, ClusterError<E>> {
+        s.tick();
+        let deadline = Deadline::current();
+        check_deadline(deadline, s.clock.now(), f.config.min_remaining)
+            .map_err(ClusterError::DeadlineExceeded)?;
+        f.counters.call();
+        if let Some(b) = &f.budget {
+            b.deposit();
+        }
+        Ok(Run {
+            s,
+            f,
+            deadline,
+            tried: Tried::new(),
+            made: 0,
+            wait: Duration::ZERO,
+            last: None,
+        })
+    }
+
+    /// After selection: `Err` ends the call with its final result
+    /// (nothing left to select, or no budget for a failover).
+    #[inline]
+    pub(super) fn admit<P>(
+        &mut self,
+        picked: Option<(usize, P)>,
+        set: &EndpointSet,
+    ) -> Result<(usize, P, ClusterAttempt), Result<T, ClusterError<E>>> {
+        let Some((i, permit)) = picked else {
+            return Err(match self.last.take() {
+                Some(last) => {
+                    self.f.counters.stop(Stop::NoEndpointLeft);
+                    finish(self.made, last)
+                }
+                None => Err(self.s.unavailable(set, &self.tried).into()),
+            });
+        };
+        if self.made > 0
+            && let Some(b) = &self.f.budget
+            && !b.try_withdraw()
+        {
+            self.f.counters.stop(Stop::Budget);
+            let made = self.made;
+            return Err(match self.last.take() {
+                // A retried `Ok` (classified a failure) is returned as it is.
+                Some(last) => finish(made, last).map_err(|e| ClusterError::BudgetExhausted {
+                    attempts: made,
+                    last: Box::new(e),
+                }),
+                None => Err(self.s.unavailable(set, &self.tried).into()),
+            });
+        }
+        self.tried.push(i);
+        self.made += 1;
+        self.f.counters.attempt(self.made > 1);
+        let attempt = ClusterAttempt {
+            number: self.made,
+            deadline: self.deadline,
+        };
+        Ok((i, permit, attempt))
+    }
+
+    /// After an attempt on `endpoint` that ended at `now`.
+    #[inline]
+    pub(super) fn after(
+        &mut self,
+        endpoint: &Endpoint,
+        outcome: EndpointOutcome,
+        result: Result<T, E>,
+        now: Timestamp,
+    ) -> Step<T, E> {
+        let last = (endpoint.id().clone(), result);
+        if !outcome.is_failure() {
+            return Step::Finish(finish(self.made, last));
+        }
+        let c = &self.f.config;
+        let stop = if !(c.idempotent || outcome.never_sent()) {
+            Some(Stop::NonIdempotent)
+        } else if self.made > c.retries {
+            Some(Stop::Retries)
+        } else {
+            None
+        };
+        if let Some(stop) = stop {
+            self.f.counters.stop(stop);
+            return Step::Finish(finish(self.made, last));
+        }
+        let mut rng = self.f.rng.load(Ordering::Relaxed);
+        let wait = c.backoff.delay(self.made - 1, self.wait, &mut rng);
+        self.f.rng.store(rng, Ordering::Relaxed);
+        if let Some(d) = self.deadline
+            && d.instant() - now < wait + c.min_remaining.max(Duration::from_nanos(1))
+        {
+            self.f.counters.stop(Stop::Deadline);
+            return Step::Finish(finish(self.made, last));
+        }
+        self.wait = wait;
+        self.last = Some(last);
+        Step::Next(wait)
+    }
+}
+
+/// The call's result from its last attempt.
+#[inline]
+fn finish<T, E>(
+    attempts: u32,
+    (endpoint, result): (EndpointId, Result<T, E>),
+) -> Result<T, ClusterError<E>> {
+    result.map_err(|error| ClusterError::Failed {
+        endpoint,
+        attempts,
+        error,
+    })
+}
