@@ -1,7 +1,7 @@
 //! The catalogue of workloads: every (workload, library) pair the suite
 //! measures, built the same way for the criterion benches
 //! (`benches/peers.rs`), the allocation runner (`examples/allocs.rs`) and
-//! the instruction counter (`examples/hotloop.rs case GROUP/NAME N`).
+//! the instruction counter (`examples/caseloop.rs case GROUP/NAME N`).
 //!
 //! Groups (criterion group names):
 //!

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 /// Rounds of [`work`], calibrated to ~45 ns: re-checked for the peer suite
 /// on the 2-core development VM (AMD EPYC), where the former 40 rounds took
-/// ~38 ns and 45 rounds take 43–46 ns (`hotloop work N`, best of five).
+/// ~38 ns and 45 rounds take 43–46 ns (`caseloop work N`, best of five).
 pub const WORK_ROUNDS: u32 = 45;
 
 /// About 45 ns of register-only work on this machine, standing in for the

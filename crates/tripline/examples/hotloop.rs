@@ -4,11 +4,7 @@
 //!
 //! `hotloop PATH N` runs PATH N times: `closed_count`, `closed_time`,
 //! `call` (the `call(|| ..)` entry point with slow-call timing on) or
-//! `rejected`. `hotloop case GROUP/NAME N` runs N calls of a workload of
-//! the peer suite (`tripline_benches::cases`), for the informational
-//! instruction counts of `scripts/bench-report` (feature `peers`).
-//! `hotloop work N` times N calls of `tripline_benches::work()` (best of
-//! five), to calibrate `WORK_ROUNDS`.
+//! `rejected`.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -38,40 +34,10 @@ fn acquire_record(b: &CircuitBreaker) {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_default();
-    #[cfg(feature = "peers")]
-    if path == "case" {
-        let id = args.next().unwrap_or_default();
-        let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-        let Some(case) = tripline_benches::cases::find(&id) else {
-            eprintln!("hotloop: no case {id}");
-            return ExitCode::FAILURE;
-        };
-        let make = case.build();
-        make().run(n);
-        return ExitCode::SUCCESS;
-    }
     let n: u64 = args
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    if path == "work" {
-        // Calibration of `work()` (WORK_ROUNDS): ns per call, best of 5.
-        #[allow(clippy::disallowed_methods)] // calibration measures real time
-        let best = (0..5)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                (0..n).for_each(|_| {
-                    black_box(tripline_benches::work());
-                });
-                start.elapsed().as_secs_f64() * 1e9 / n as f64
-            })
-            .fold(f64::INFINITY, f64::min);
-        println!(
-            "work(): {best:.1} ns ({} rounds)",
-            tripline_benches::WORK_ROUNDS
-        );
-        return ExitCode::SUCCESS;
-    }
     let count = WindowConfig::Count { size: 100 };
     let time = WindowConfig::Time {
         length: Duration::from_secs(10),
