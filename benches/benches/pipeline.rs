@@ -9,47 +9,15 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tower::{Layer, Service};
-use tripline::budget::{RetryBudget, RetryBudgetConfig};
-use tripline::bulkhead::{Bulkhead, BulkheadConfig};
 use tripline::clock::{ManualClock, SharedClock};
-use tripline::pipeline::Pipeline;
-use tripline::retry::RetryConfig;
-use tripline::timeout::{TimeoutConfig, TokioTimer};
 use tripline::tower::{CircuitBreakerLayer, PipelineLayer};
 use tripline::{CircuitBreaker, CircuitBreakerConfig};
-
-/// The full pipeline: breaker, retry with budget, bulkhead, per-attempt
-/// timeout and overall deadline.
-fn full_pipeline(clock: SharedClock) -> Pipeline {
-    let breaker = CircuitBreaker::builder()
-        .config(CircuitBreakerConfig::default())
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
-    Pipeline::builder()
-        .circuit_breaker(breaker)
-        .retry(RetryConfig::default())
-        .budget(
-            RetryBudget::with_clock(RetryBudgetConfig::default(), clock.clone())
-                .expect("valid config"),
-        )
-        .bulkhead(Bulkhead::try_new(BulkheadConfig::default()).expect("valid config"))
-        .timeouts(TimeoutConfig {
-            per_attempt: Some(Duration::from_millis(100)),
-            overall: Some(Duration::from_secs(1)),
-            ..Default::default()
-        })
-        .clock(clock)
-        .timer(Arc::new(TokioTimer))
-        .build()
-        .expect("valid config")
-}
+use tripline_benches::full_pipeline;
 
 fn sync_pipeline(c: &mut Criterion) {
     let mut g = c.benchmark_group("pipeline_sync");

@@ -21,6 +21,22 @@
 //! The per-library configuration of each workload is documented next to
 //! its constructor and in `benches/README.md`.
 
+/// seatbelt's breaker layer as the closed, rejected, tower and keyed
+/// workloads configure it: 50 % failures, 20 calls minimum, 10 s sampling,
+/// `$open` of break, tripline's classification of the reply. A macro
+/// because the builder's type names the context's input type.
+macro_rules! seatbelt_breaker {
+    ($ctx:expr, $open:expr) => {
+        seatbelt::breaker::Breaker::layer("bench", $ctx)
+            .recovery_with($crate::cases::closed::classify)
+            .rejected_input_error(|_, _| $crate::BenchError)
+            .failure_threshold(0.5)
+            .min_throughput(20)
+            .sampling_duration(std::time::Duration::from_secs(10))
+            .break_duration($open)
+    };
+}
+
 mod closed;
 mod footprint;
 mod keyed;

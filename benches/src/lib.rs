@@ -320,3 +320,38 @@ pub fn parallel_bench_cpu(
     let per_thread = total.load(std::sync::atomic::Ordering::Relaxed) / threads as u64;
     Duration::from_nanos(per_thread / threads as u64)
 }
+
+/// tripline's full pipeline as every pipeline benchmark builds it: breaker
+/// (defaults), retry (3 attempts, decorrelated jitter) with a retry budget
+/// (20 % + 10/s over 10 s), bulkhead (25 concurrent, no queue), 100 ms
+/// per-attempt timeout and 1 s overall deadline, on `clock` with the
+/// tokio timer.
+pub fn full_pipeline(clock: tripline::clock::SharedClock) -> tripline::pipeline::Pipeline {
+    use tripline::budget::{RetryBudget, RetryBudgetConfig};
+    use tripline::bulkhead::{Bulkhead, BulkheadConfig};
+    use tripline::retry::RetryConfig;
+    use tripline::timeout::{TimeoutConfig, TokioTimer};
+    use tripline::{CircuitBreaker, CircuitBreakerConfig};
+    let breaker = CircuitBreaker::builder()
+        .config(CircuitBreakerConfig::default())
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
+    tripline::pipeline::Pipeline::builder()
+        .circuit_breaker(breaker)
+        .retry(RetryConfig::default())
+        .budget(
+            RetryBudget::with_clock(RetryBudgetConfig::default(), clock.clone())
+                .expect("valid config"),
+        )
+        .bulkhead(Bulkhead::try_new(BulkheadConfig::default()).expect("valid config"))
+        .timeouts(TimeoutConfig {
+            per_attempt: Some(Duration::from_millis(100)),
+            overall: Some(Duration::from_secs(1)),
+            ..Default::default()
+        })
+        .clock(clock)
+        .timer(Arc::new(TokioTimer))
+        .build()
+        .expect("valid config")
+}

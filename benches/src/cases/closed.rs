@@ -183,16 +183,6 @@ fn seatbelt(work: bool) -> Factory {
     let _rt = runtime().enter();
     let clock = tick::Clock::new_tokio();
     let ctx = seatbelt::ResilienceContext::<(), Reply>::new(&clock);
-    let svc = (
-        seatbelt::breaker::Breaker::layer("bench", &ctx)
-            .recovery_with(classify)
-            .rejected_input_error(|_, _| BenchError)
-            .failure_threshold(0.5)
-            .min_throughput(20)
-            .sampling_duration(Duration::from_secs(10))
-            .break_duration(Duration::from_secs(5)),
-        exec(),
-    )
-        .into_service();
+    let svc = (seatbelt_breaker!(&ctx, Duration::from_secs(5)), exec()).into_service();
     shared_rt(svc, work, |s| value(now(s.execute(()))))
 }

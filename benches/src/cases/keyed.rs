@@ -26,11 +26,10 @@ use layered::Service as _;
 use tripline::registry::{BreakerRegistry, RegistryConfig};
 
 use super::closed::{
-    circuitbreaker_rs_default, classify, failsafe_default_policy, recloser_default,
-    tripline_default,
+    circuitbreaker_rs_default, failsafe_default_policy, recloser_default, tripline_default,
 };
 use super::{Case, Factory, case, shared, shared_rt};
-use crate::{BenchError, Reply, now, op, runtime, value};
+use crate::{Reply, now, op, runtime, value};
 
 /// Number of keyed breakers.
 pub const KEYS: usize = 20_000;
@@ -289,13 +288,7 @@ pub(crate) fn seatbelt_keyed() -> impl layered::Service<usize, Out = Reply> + Cl
         ready(op()())
     }
     let svc = (
-        seatbelt::breaker::Breaker::layer("bench", &ctx)
-            .recovery_with(classify)
-            .rejected_input_error(|_, _| BenchError)
-            .failure_threshold(0.5)
-            .min_throughput(20)
-            .sampling_duration(std::time::Duration::from_secs(10))
-            .break_duration(std::time::Duration::from_secs(5))
+        seatbelt_breaker!(&ctx, std::time::Duration::from_secs(5))
             .breaker_id(|k: &usize| seatbelt::breaker::BreakerId::from(*k as u64)),
         layered::Execute::new(call as fn(usize) -> Ready<Reply>),
     )

@@ -3,21 +3,14 @@
 //! context (timers need one; no executor runs).
 
 use std::future::{Ready, ready};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tower::Layer as _;
 use tower::util::ServiceFn;
-use tripline::budget::{RetryBudget, RetryBudgetConfig};
-use tripline::bulkhead::{Bulkhead, BulkheadConfig};
 use tripline::clock::SharedClock;
 use tripline::pipeline::Pipeline;
-use tripline::retry::RetryConfig;
-use tripline::timeout::{TimeoutConfig, TokioTimer};
 use tripline::tower::{CircuitBreakerLayer, PipelineLayer};
-use tripline::{CircuitBreaker, CircuitBreakerConfig};
 
-use super::closed::classify;
 use super::{Case, Factory, case, shared, shared_rt};
 use crate::{BenchError, Reply, op, runtime, tower_call, value};
 
@@ -97,14 +90,7 @@ fn seatbelt_breaker<S>(
     ctx: &seatbelt::ResilienceContext<u64, Reply>,
     inner: S,
 ) -> seatbelt::breaker::Breaker<u64, Reply, S> {
-    seatbelt::breaker::Breaker::layer("bench", ctx)
-        .recovery_with(classify)
-        .rejected_input_error(|_, _| BenchError)
-        .failure_threshold(0.5)
-        .min_throughput(20)
-        .sampling_duration(Duration::from_secs(10))
-        .break_duration(Duration::from_secs(5))
-        .layer(inner)
+    seatbelt_breaker!(ctx, Duration::from_secs(5)).layer(inner)
 }
 
 /// One seatbelt breaker around the echo service.
@@ -117,34 +103,10 @@ fn seatbelt_layer(work: bool) -> Factory {
     shared_rt(seatbelt_service(), work, |s| value(tower_call(s)))
 }
 
-/// tripline's full pipeline: breaker (defaults), retry (3 attempts,
-/// decorrelated jitter) with a retry budget (20 % + 10/s over 10 s),
-/// bulkhead (25 concurrent, no queue), 100 ms per-attempt timeout and 1 s
-/// overall deadline; production clock, tokio timer.
+/// tripline's full pipeline on the production clock
+/// ([`full_pipeline`](crate::full_pipeline)).
 fn full_pipeline() -> Pipeline {
-    let clock = SharedClock::monotonic();
-    let breaker = CircuitBreaker::builder()
-        .config(CircuitBreakerConfig::default())
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
-    Pipeline::builder()
-        .circuit_breaker(breaker)
-        .retry(RetryConfig::default())
-        .budget(
-            RetryBudget::with_clock(RetryBudgetConfig::default(), clock.clone())
-                .expect("valid config"),
-        )
-        .bulkhead(Bulkhead::try_new(BulkheadConfig::default()).expect("valid config"))
-        .timeouts(TimeoutConfig {
-            per_attempt: Some(Duration::from_millis(100)),
-            overall: Some(Duration::from_secs(1)),
-            ..Default::default()
-        })
-        .clock(clock)
-        .timer(Arc::new(TokioTimer))
-        .build()
-        .expect("valid config")
+    crate::full_pipeline(SharedClock::monotonic())
 }
 
 fn bare_sync(work: bool) -> Factory {

@@ -10,7 +10,6 @@ use failsafe::{backoff, failure_policy};
 use layered::Service as _;
 use tower::Layer as _;
 
-use super::closed::classify;
 use super::{Case, Factory, case, shared, shared_rt};
 use crate::{BenchError, Reply, now, op, runtime, value};
 
@@ -121,13 +120,7 @@ fn seatbelt(work: bool) -> Factory {
         ready(if fail { Err(BenchError) } else { op()() })
     }
     let svc = (
-        seatbelt::breaker::Breaker::layer("bench", &ctx)
-            .recovery_with(classify)
-            .rejected_input_error(|_, _| BenchError)
-            .failure_threshold(0.5)
-            .min_throughput(20)
-            .sampling_duration(Duration::from_secs(10))
-            .break_duration(HOUR),
+        seatbelt_breaker!(&ctx, HOUR),
         layered::Execute::new(call as fn(bool) -> std::future::Ready<Reply>),
     )
         .into_service();
