@@ -328,8 +328,9 @@ impl AdaptiveThrottle {
     #[inline]
     pub fn try_acquire(&self) -> Result<ThrottlePermit<'_>, Throttled> {
         let inner = &*self.inner;
-        let epoch = inner.window.epoch(inner.clock.now());
-        let (requests, accepts) = inner.window.requests_and_accepts(epoch);
+        let now = inner.clock.now();
+        let epoch = inner.window.epoch(now);
+        let (requests, accepts) = inner.window.requests_and_accepts(epoch, now);
         let p = inner.probability(requests, accepts);
         if p > 0.0 && inner.draw() < p {
             inner.window.record(epoch, Some(THROTTLED));
@@ -343,8 +344,9 @@ impl AdaptiveThrottle {
     /// The probability with which the next request would be shed.
     pub fn rejection_probability(&self) -> f64 {
         let inner = &*self.inner;
-        let epoch = inner.window.epoch(inner.clock.now());
-        let (requests, accepts) = inner.window.requests_and_accepts(epoch);
+        let now = inner.clock.now();
+        let epoch = inner.window.epoch(now);
+        let (requests, accepts) = inner.window.requests_and_accepts(epoch, now);
         inner.probability(requests, accepts)
     }
 }
