@@ -106,9 +106,12 @@
 //!
 //! # Concurrency and cost
 //!
-//! Lock-free: admission reads the clock, two cached sums and the current
-//! bucket (see `window.rs`), and draws a random number only when `p > 0`;
-//! settling a permit is one or two CAS on this thread's stripe. Randomness
+//! Lock-free: admission reads the clock, two cached sums of the completed
+//! buckets, this thread's stripe of the current bucket and a snapshot of
+//! the other stripes at most 10 ms old (so threads do not read the lines
+//! other threads are writing; the metrics stay exact; see `window.rs`),
+//! and draws a random number only when `p > 0`; settling a permit is one
+//! or two CAS on this thread's stripe. Randomness
 //! is a per-instance SplitMix64 stream advanced by `fetch_add`, seedable for
 //! reproducible runs and mixed with an instance id so replicas differ.
 
