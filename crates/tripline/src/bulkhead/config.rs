@@ -22,7 +22,9 @@ use crate::pipeline::PolicyConfigError;
 pub struct BulkheadConfig {
     /// Calls in flight at once, ≥ 1.
     pub max_concurrent: u32,
-    /// Calls that may wait for a slot; 0 rejects at once when full.
+    /// Calls that may wait for a slot; 0 rejects at once when full. Only
+    /// asynchronous acquisition waits: synchronous callers never queue (a
+    /// parked thread is the resource the bulkhead protects).
     pub max_queue: u32,
     /// Longest wait in the queue (also cut by the request's deadline);
     /// must be positive when `max_queue` > 0.
