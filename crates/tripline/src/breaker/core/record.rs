@@ -156,14 +156,22 @@ impl Inner {
 
     /// The thresholds in force at `now`.
     pub(crate) fn effective(&self, now: Timestamp) -> Effective {
+        self.effective_and_min_state(now).0
+    }
+
+    /// The thresholds in force at `now` and `min_state_duration` in
+    /// nanoseconds, from one load of the settings (a load costs about as
+    /// much as the rest of an evaluation).
+    fn effective_and_min_state(&self, now: Timestamp) -> (Effective, u64) {
         let recovered = self.recovered_at.load(Ordering::Relaxed);
         let warm = self.warm_start.load(Ordering::Relaxed);
         self.settings.with(|s| {
-            s.effective(
+            let eff = s.effective(
                 now.as_nanos(),
                 warm,
                 (recovered != NEVER).then_some(recovered),
-            )
+            );
+            (eff, s.min_state_nanos())
         })
     }
 
@@ -177,10 +185,9 @@ impl Inner {
         }
         let window = self.window();
         let snap = window.snapshot(now);
-        let eff = self.effective(now);
+        let (eff, min_state) = self.effective_and_min_state(now);
         let slow_on = self.times_calls();
         let reason = trip_reason(&snap, &eff, slow_on);
-        let min_state = self.with_settings(|s| s.min_state_nanos());
         let held = !eff.may_trip || (now - self.entered_at()).as_nanos() < u128::from(min_state);
         // Keep re-evaluating on successes while a trip is held back or the
         // sample is still filling with bad calls in it.
