@@ -136,7 +136,8 @@ impl<'a> Locator<'a> {
         self.parents(pos, path)
     }
 
-    /// Prepends the keys of the inline tables enclosing `pos` on its line.
+    /// Prepends the keys of the inline tables and arrays enclosing `pos` on
+    /// its line.
     fn parents(&self, mut pos: usize, mut path: Vec<String>) -> Vec<String> {
         let bytes = self.src.as_bytes();
         let mut depth = 0i32;
@@ -146,7 +147,9 @@ impl<'a> Locator<'a> {
                 b'\n' if depth == 0 => break,
                 b'}' | b']' => depth += 1,
                 b'{' | b'[' if depth > 0 => depth -= 1,
-                b'{' => {
+                // The inline table or array holding `pos` is the value of
+                // the key before it (`window = { .. }`, `at = [ .. ]`).
+                b'{' | b'[' => {
                     if let Some((key, key_start)) = key_before(self.src, pos) {
                         path.insert(0, key);
                         pos = key_start;
