@@ -206,6 +206,8 @@ proptest! {
         src in prop_oneof![scenario(false), scenario(true)]
     ) {
         let parsed = Scenario::from_toml("prop.toml", &src);
+        // `ROBUSTNESS_STATS=1 cargo test --test robustness -- --nocapture |
+        // sort | uniq -c` shows how many generated scenarios get to run.
         if std::env::var_os("ROBUSTNESS_STATS").is_some() {
             match &parsed {
                 Ok(_) => eprintln!("OK"),

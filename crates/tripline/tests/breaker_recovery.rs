@@ -243,6 +243,38 @@ fn ramp_reopens_on_a_failed_step_and_waits_for_a_sample() {
     assert_eq!(b.state(), State::Open);
 }
 
+/// A ramp whose last step ends before `min_state_duration` has passed
+/// decides to close but must wait: calls meanwhile are refused (found by
+/// `breaker_robustness.rs`: `try_acquire` used to ask the round again and
+/// again, spinning forever), and the first call after the wait closes it.
+#[test]
+fn a_ramp_decision_parked_by_min_state_duration_refuses_instead_of_spinning() {
+    let clock = ManualClock::new();
+    let b = build(
+        CircuitBreakerConfig {
+            min_state_duration: Some(secs(10)),
+            ..ramp()
+        },
+        &clock,
+    );
+    clock.advance(secs(10));
+    fail(&b, 2);
+    assert_eq!(b.state(), State::Open);
+    clock.advance(secs(10));
+    assert_eq!(offer(&b, 100, Outcome::Success), 10, "step 1");
+    clock.advance(secs(1));
+    assert_eq!(offer(&b, 100, Outcome::Success), 50, "step 2");
+    clock.advance(secs(1));
+    assert_eq!(offer(&b, 100, Outcome::Success), 100, "step 3");
+    clock.advance(secs(1));
+    let refused = b.try_acquire().unwrap_err();
+    assert_eq!(refused.state, State::HalfOpen, "decided, parked");
+    assert_eq!(b.state(), State::HalfOpen);
+    clock.advance(secs(7));
+    assert!(b.try_acquire().is_ok());
+    assert_eq!(b.state(), State::Closed);
+}
+
 #[test]
 fn min_state_duration_holds_trips_and_parks_half_open_decisions() {
     let clock = ManualClock::new();

@@ -85,7 +85,15 @@ impl Inner {
                         Probe::Admitted => return Ok((Admission::Probe, generation)),
                         Probe::Decided(d) => {
                             self.decide_round(w, d, now);
-                            w = self.word();
+                            let next = self.word();
+                            if next == w {
+                                // The decision waits for `min_state_duration`
+                                // (parked); the round admits no more probes
+                                // meanwhile, and asking again would decide the
+                                // same thing forever.
+                                return Err(self.reject(State::HalfOpen, None));
+                            }
+                            w = next;
                             continue;
                         }
                         Probe::Refused => {
