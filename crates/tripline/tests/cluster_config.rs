@@ -175,6 +175,10 @@ fn other_bad_values_are_refused_by_name() {
             "`max_ejection_time` must be at least `base_ejection_time` (1m), got 30s",
         ),
         (
+            "[outlier]\nmax_ejection_time_jitter = \"30days\"",
+            "`max_ejection_time_jitter` must be at most 1day, got 30days",
+        ),
+        (
             "[outlier]\nconsecutive_failures = { threshold = 0 }",
             "`consecutive_failures.threshold` must be between 1 and 1000000, got 0",
         ),

@@ -35,14 +35,15 @@ pub struct OutlierConfig {
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub interval: Duration,
     /// Ejection time of a first ejection; the n-th ejection in a row lasts
-    /// n × this, capped at `max_ejection_time`. Positive.
+    /// n × this, capped at `max_ejection_time`. Positive, at most 1 day.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub base_ejection_time: Duration,
-    /// Longest ejection (before jitter); at least `base_ejection_time`.
+    /// Longest ejection (before jitter); at least `base_ejection_time`, at
+    /// most 1 day.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub max_ejection_time: Duration,
     /// A random extra of 0 ..= this is added to every ejection, so endpoints
-    /// ejected together do not return together.
+    /// ejected together do not return together. At most 1 day.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub max_ejection_time_jitter: Duration,
     /// Most endpoints ejected at once, as a percentage (0–100) of the
@@ -232,6 +233,19 @@ impl OutlierConfig {
         }
         if self.base_ejection_time.is_zero() {
             return Err(err("base_ejection_time", "must be positive, got 0s".into()));
+        }
+        // An endpoint ejected for more than a day is a decommissioned one:
+        // remove it instead. The bound also keeps ejection deadlines far
+        // from the clock's range.
+        let day = Duration::from_secs(86_400);
+        for (field, d) in [
+            ("base_ejection_time", self.base_ejection_time),
+            ("max_ejection_time", self.max_ejection_time),
+            ("max_ejection_time_jitter", self.max_ejection_time_jitter),
+        ] {
+            if d > day {
+                return Err(err(field, format!("must be at most 1day, got {}", fmt(d))));
+            }
         }
         if self.max_ejection_time < self.base_ejection_time {
             return Err(err(

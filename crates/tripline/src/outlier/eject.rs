@@ -203,7 +203,9 @@ impl HealthBook {
         let jitter = config.max_ejection_time_jitter;
         if !jitter.is_zero() {
             let nanos = u64::try_from(jitter.as_nanos()).unwrap_or(u64::MAX);
-            duration += Duration::from_nanos(self.random() % nanos.saturating_add(1));
+            duration = duration.saturating_add(Duration::from_nanos(
+                self.random() % nanos.saturating_add(1),
+            ));
         }
         o.ejected_at.store(ctx.now.as_nanos(), Ordering::Relaxed);
         o.ejected_until
