@@ -275,6 +275,40 @@ fn snapshots_restore_an_open_breaker_until_its_original_deadline() {
     assert_eq!(again.state(), State::ForcedOpen);
 }
 
+/// A snapshot is input: a hand-edited one whose counts contradict each
+/// other, or whose backoff round is absurd, restores into a consistent
+/// breaker (found by `breaker_robustness.rs`: both used to overflow).
+#[test]
+fn contradictory_snapshots_restore_consistently() {
+    let clock = ManualClock::new();
+    let b = build(base(), &clock);
+    let mut snap = b.snapshot();
+    // 10 calls, 10 failures and 5 slow, none of them both: impossible.
+    snap.window.calls = 10;
+    snap.window.failures = 10;
+    snap.window.slow = 5;
+    snap.window.slow_failures = 0;
+    snap.state = State::Open;
+    snap.backoff_round = u64::MAX;
+    let restored = CircuitBreaker::builder()
+        .config(base())
+        .clock(clock.clone())
+        .restore(snap)
+        .build()
+        .unwrap();
+    let w = restored.window();
+    assert!(w.failures <= w.calls && w.slow <= w.calls, "{w:?}");
+    assert!(
+        w.failures + w.slow - w.slow_failures <= w.calls,
+        "failures and slow calls overlap as much as they must: {w:?}"
+    );
+    // The next probe round fails; the backoff stays at its cap.
+    clock.advance(secs(3600));
+    let probe = restored.try_acquire().unwrap();
+    probe.record(Outcome::Failure, Duration::ZERO);
+    assert_eq!(restored.state(), State::Open);
+}
+
 fn learning() -> CircuitBreakerConfig {
     CircuitBreakerConfig {
         window: WindowConfig::Count { size: 50 },

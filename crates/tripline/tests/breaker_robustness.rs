@@ -9,8 +9,11 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use std::time::SystemTime;
+
+use tripline::breaker::Snapshot;
 use tripline::clock::{ManualClock, Timestamp};
-use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, State};
+use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, State, WindowSnapshot};
 
 /// One value for a field: in a hostile config one in four is hostile; a
 /// sane config has none, so that many configs build and get driven.
@@ -319,6 +322,70 @@ proptest! {
             Err(e) => format!("REFUSED {e}"),
         });
         let Ok(breaker) = built else {
+            return Ok(());
+        };
+        for a in &actions {
+            run(&breaker, &clock, a);
+            let m = breaker.metrics();
+            prop_assert!(m.window.failures <= m.window.calls, "{m:?}");
+            prop_assert!(m.window.slow <= m.window.calls, "{m:?}");
+        }
+    }
+
+    /// A snapshot file is input too: a corrupted or hand-edited one (counts
+    /// beyond the window, failures above calls, deadlines in 1970 or in the
+    /// far future, an absurd backoff round or learned threshold) restores
+    /// without panicking, and the breaker then behaves.
+    #[test]
+    fn no_snapshot_panics_a_restore(
+        text in config_text(false),
+        state in prop::sample::select(vec![
+            State::Closed,
+            State::Open,
+            State::HalfOpen,
+            State::ForcedOpen,
+            State::Disabled,
+            State::MetricsOnly,
+        ]),
+        counts in prop::array::uniform4(prop_oneof![0..200u64, Just(u64::MAX)]),
+        open_until in prop::option::of(prop_oneof![
+            Just(0u64),
+            Just(1_700_000_000u64),
+            Just(4_000_000_000u64),
+            Just(u64::MAX / 4),
+        ]),
+        backoff_round in prop_oneof![0..10u64, Just(u64::MAX)],
+        learned in prop::option::of(prop_oneof![
+            (0..5_000u64).prop_map(Duration::from_millis),
+            Just(Duration::MAX),
+        ]),
+        actions in prop::collection::vec(action(), 0..60),
+    ) {
+        let Ok(config) = toml::from_str::<CircuitBreakerConfig>(&text) else {
+            return Ok(());
+        };
+        let snapshot = Snapshot {
+            name: "restored".into(),
+            state,
+            window: WindowSnapshot {
+                calls: counts[0],
+                failures: counts[1],
+                slow: counts[2],
+                slow_failures: counts[3],
+            },
+            open_until: open_until
+                .and_then(|s| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(s))),
+            backoff_round,
+            config_version: 7,
+            learned_slow_call: learned,
+        };
+        let clock = ManualClock::new();
+        let Ok(breaker) = CircuitBreaker::builder()
+            .config(config)
+            .clock(clock.clone())
+            .restore(snapshot)
+            .build()
+        else {
             return Ok(());
         };
         for a in &actions {

@@ -52,7 +52,18 @@ impl WindowSnapshot {
     pub(crate) fn clamped(mut self) -> Self {
         self.failures = self.failures.min(self.calls);
         self.slow = self.slow.min(self.calls);
-        self.slow_failures = self.slow_failures.min(self.failures).min(self.slow);
+        // Failures and slow calls overlap in at least what does not fit
+        // beside each other in `calls` (a hand-edited snapshot may claim
+        // 10 calls, 10 failures and 5 slow calls, none of them both).
+        let overlap = self
+            .failures
+            .saturating_add(self.slow)
+            .saturating_sub(self.calls);
+        self.slow_failures = self
+            .slow_failures
+            .max(overlap)
+            .min(self.failures)
+            .min(self.slow);
         self
     }
 }
@@ -61,9 +72,10 @@ impl WindowSnapshot {
 /// slow successes, then successes.
 fn synthesize(s: &WindowSnapshot) -> impl Iterator<Item = u8> {
     let slow_failures = s.slow_failures;
-    let failures = s.failures - slow_failures;
-    let slow = s.slow - slow_failures;
-    let successes = s.calls - s.failures - slow;
+    // `s` is clamped: none of these can go below zero.
+    let failures = s.failures.saturating_sub(slow_failures);
+    let slow = s.slow.saturating_sub(slow_failures);
+    let successes = s.calls.saturating_sub(s.failures).saturating_sub(slow);
     std::iter::repeat_n(FAILURE | SLOW, slow_failures as usize)
         .chain(std::iter::repeat_n(FAILURE, failures as usize))
         .chain(std::iter::repeat_n(SLOW, slow as usize))

@@ -98,7 +98,8 @@ impl Inner {
                 let next_round = matches!(until, OpenUntil::NextRound)
                     || matches!(from.state(), State::HalfOpen | State::Open);
                 let round = if next_round {
-                    self.open_round.load(Ordering::Relaxed) + 1
+                    // Saturating: a restored snapshot may carry any round.
+                    self.open_round.load(Ordering::Relaxed).saturating_add(1)
                 } else {
                     0
                 };
@@ -107,7 +108,10 @@ impl Inner {
                 let u = unit_f64(&mut rng);
                 self.rng.store(rng, Ordering::Relaxed);
                 self.settings.with(|s| {
-                    let d = s.config.open_duration.for_round(round as u32, u);
+                    let d = s
+                        .config
+                        .open_duration
+                        .for_round(u32::try_from(round).unwrap_or(u32::MAX), u);
                     d.max(Duration::from_nanos(s.min_state_nanos()))
                 })
             }
