@@ -70,7 +70,6 @@ proptest! {
                 minimum_calls: 3,
                 ..Default::default()
             },
-            ..Default::default()
         })
         .clock(clock.clone())
         .build();
