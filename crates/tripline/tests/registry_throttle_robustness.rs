@@ -79,11 +79,11 @@ proptest! {
         for op in &ops {
             match op {
                 RegistryOp::Call(k, ok) => {
-                    if let Ok(b) = registry.get(k) {
-                        if let Ok(p) = b.try_acquire() {
-                            let outcome = if *ok { Outcome::Success } else { Outcome::Failure };
-                            p.record(outcome, Duration::ZERO);
-                        }
+                    if let Ok(b) = registry.get(k)
+                        && let Ok(p) = b.try_acquire()
+                    {
+                        let outcome = if *ok { Outcome::Success } else { Outcome::Failure };
+                        p.record(outcome, Duration::ZERO);
                     }
                 }
                 RegistryOp::Remove(k) => {
