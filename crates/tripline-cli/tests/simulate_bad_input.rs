@@ -208,3 +208,30 @@ fn bad_sweep_grids_name_the_key() {
         );
     }
 }
+
+/// A grid of more points than any sweep could run is refused with its
+/// size, not a crash (13 axes of 50 values overflowed the point count).
+#[test]
+fn an_absurd_grid_is_refused_with_its_size() {
+    let dir = Dir::new();
+    let file = dir.write("ok.toml", &format!("{TRAFFIC}{BREAKER}"));
+    let path = file.to_str().expect("utf-8 path");
+    let values: Vec<String> = (1..=50).map(|v| v.to_string()).collect();
+    let values = values.join(",");
+    let mut args = vec!["sweep".to_owned(), path.to_owned()];
+    for key in [
+        "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
+    ] {
+        args.push("--grid".to_owned());
+        args.push(format!("{key}={values}"));
+    }
+    let out = tripline(&args);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+    assert!(
+        out.stderr
+            .contains("points is more than a sweep takes (at most 1000000)"),
+        "{}",
+        out.stderr
+    );
+}

@@ -30,6 +30,11 @@ use crate::report::Run;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::score::Score;
 
+/// The most points a grid may have: a million configs over a 100 000-call
+/// scenario take about 45 minutes on two cores; a larger grid is a typo
+/// or wants splitting.
+pub const MAX_POINTS: usize = 1_000_000;
+
 /// The parameter grid of a sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Grid {
@@ -111,12 +116,26 @@ impl Grid {
         if axes.is_empty() {
             return Err("a sweep needs at least one --grid KEY=V1,V2,...".to_owned());
         }
+        let points = axes
+            .iter()
+            .try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()))
+            .filter(|&n| n <= MAX_POINTS);
+        if points.is_none() {
+            let sizes: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
+            return Err(format!(
+                "--grid: {} points is more than a sweep takes (at most {MAX_POINTS}): \
+                 split it, or sweep the axes that matter first",
+                sizes.join(" × ")
+            ));
+        }
         Ok(Grid { axes })
     }
 
-    /// Points in the product: `Π values`.
+    /// Points in the product: `Π values` (at most [`MAX_POINTS`]).
     pub fn len(&self) -> usize {
-        self.axes.iter().map(|(_, v)| v.len()).product()
+        self.axes
+            .iter()
+            .fold(1usize, |n, (_, v)| n.saturating_mul(v.len()))
     }
 
     /// Whether the grid has no point (never, once parsed).
@@ -222,6 +241,16 @@ impl Sweep {
             message: "a sweep needs a [[breaker]] table".into(),
         })?;
         let label = format!("[[breaker]] #1 {:?}", base.config.name);
+        if grid.len() > MAX_POINTS {
+            // `Grid::parse` refuses these; a grid built by hand may not.
+            return Err(ScenarioError {
+                file: scenario.file.clone(),
+                position: None,
+                table: None,
+                field: Some("--grid".into()),
+                message: format!("more than {MAX_POINTS} points"),
+            });
+        }
         let mut points = Vec::with_capacity(grid.len());
         for i in 0..grid.len() {
             let idx = grid.point(i);

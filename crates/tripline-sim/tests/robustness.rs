@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
 use proptest::prelude::*;
-use tripline_sim::{Report, Scenario};
+use tripline_sim::{Grid, Report, Scenario};
 
 /// Durations no field accepts, or that stretch every limit.
 const HOSTILE_DURATIONS: &[&str] = &[
@@ -200,6 +200,16 @@ fn scenario(h: bool) -> impl Strategy<Value = String> {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// `--grid` specs are user input: any text parses or is refused.
+    #[test]
+    fn any_grid_spec_parses_or_is_refused(
+        specs in prop::collection::vec("[a-z_.=,0-9\\[\\]\" s]{0,30}", 0..20)
+    ) {
+        if let Ok(grid) = Grid::parse(&specs) {
+            prop_assert!(grid.len() >= 1 && grid.len() <= tripline_sim::sweep::MAX_POINTS);
+        }
+    }
 
     #[test]
     fn no_scenario_panics_and_reports_are_deterministic(
