@@ -207,7 +207,7 @@ proptest! {
         specs in prop::collection::vec("[a-z_.=,0-9\\[\\]\" s]{0,30}", 0..20)
     ) {
         if let Ok(grid) = Grid::parse(&specs) {
-            prop_assert!(grid.len() >= 1 && grid.len() <= tripline_sim::sweep::MAX_POINTS);
+            prop_assert!(!grid.is_empty() && grid.len() <= tripline_sim::sweep::MAX_POINTS);
         }
     }
 
