@@ -269,3 +269,17 @@ fn a_bad_array_element_names_its_key() {
     assert!(err.starts_with("bad.toml:6:13:"), "{err}");
     assert!(err.contains("[[fault]] #1, field `at`"), "{err}");
 }
+
+/// A scenario that would run for days is refused up front, naming the rate
+/// and what multiplies it.
+#[test]
+fn a_scenario_of_more_than_a_billion_calls_is_refused() {
+    let err = Scenario::from_toml(
+        "huge.toml",
+        "duration = \"7days\"\n[traffic]\nrate = 1e6\nreplicas = 10\n[[breaker]]\nname = \"b\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("huge.toml:3:8: in [traffic], field `rate`"), "{err}");
+    assert!(err.contains("6048000000000 calls; at most 1000000000"), "{err}");
+}

@@ -13,6 +13,12 @@ use crate::error::{Locator, ScenarioError};
 
 /// Longest scenario accepted: a week of virtual time.
 const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
+/// Most calls a scenario may make, all replicas together: the engine runs
+/// 10–25 million a second on one core, so this is about a minute per
+/// breaker. More is a typo (a rate in calls per hour?) or wants a shorter
+/// scenario.
+const MAX_CALLS: u64 = 1_000_000_000;
+
 /// Most replicas accepted (each is a breaker instance in memory).
 const MAX_REPLICAS: u32 = 100_000;
 
@@ -94,6 +100,23 @@ pub(super) fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         ));
     }
     let traffic = traffic(&loc, &raw.traffic)?;
+    let calls = crate::engine::CallTimes::new(traffic.rate)
+        .count_before(duration)
+        .saturating_mul(u64::from(traffic.replicas));
+    if calls > MAX_CALLS {
+        return Err(loc.at(
+            span(&raw.traffic.get_ref().rate),
+            Some("[traffic]".to_owned()),
+            Some("rate"),
+            format!(
+                "with `duration` {} and {} replica(s) the scenario makes {calls} calls; \
+                 at most {MAX_CALLS} (about a minute per breaker): lower the rate, the \
+                 replicas or the duration",
+                secs(duration),
+                traffic.replicas
+            ),
+        ));
+    }
     let faults = raw
         .fault
         .iter()
@@ -147,7 +170,8 @@ fn traffic(loc: &Locator<'_>, t: &Spanned<RawTraffic>) -> Result<Traffic, Scenar
     let raw = t.get_ref();
     let rate = *raw.rate.get_ref();
     if !(rate > 0.0 && rate.is_finite() && rate <= 1e9) {
-        let msg = format!("must be a number of calls per second above 0, got {rate}");
+        let msg =
+            format!("must be a number of calls per second above 0 and at most 1e9, got {rate}");
         return Err(loc.at(span(&raw.rate), table(), Some("rate"), msg));
     }
     let timeout = raw.timeout.as_ref().map(|s| (s, s.get_ref().0));
