@@ -280,6 +280,12 @@ fn a_scenario_of_more_than_a_billion_calls_is_refused() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.starts_with("huge.toml:3:8: in [traffic], field `rate`"), "{err}");
-    assert!(err.contains("6048000000000 calls; at most 1000000000"), "{err}");
+    assert!(
+        err.starts_with("huge.toml:3:8: in [traffic], field `rate`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("6048000000000 calls; at most 1000000000"),
+        "{err}"
+    );
 }
