@@ -309,7 +309,24 @@ impl CircuitBreaker {
     where
         C: Classifier<T, E> + ?Sized,
     {
-        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let (admission, generation) = self.inner.try_acquire().map_err(CallError::Rejected)?;
+        if admission == self::core::Admission::Free {
+            // A free admission holds no probe slot: all an unwinding `f`
+            // must not lose is the cancelled count. A one-word guard instead
+            // of the permit keeps the generation in a register across `f`.
+            let guard = permit::CancelOnUnwind(&self.inner);
+            let start = self.start_timing();
+            let result = f();
+            std::mem::forget(guard);
+            self.inner.record(
+                self::core::Admission::Free,
+                generation,
+                classifier.classify(&result),
+                self.elapsed_nanos(start),
+            );
+            return result.map_err(CallError::Inner);
+        }
+        let mut permit = Permit::new(&self.inner, admission, generation);
         let start = self.start_timing();
         let result = f();
         permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
@@ -336,7 +353,23 @@ impl CircuitBreaker {
         C: Classifier<T, E> + ?Sized,
         F: Future<Output = Result<T, E>>,
     {
-        let mut permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let (admission, generation) = self.inner.try_acquire().map_err(CallError::Rejected)?;
+        if admission == self::core::Admission::Free {
+            // As in `call_with`; a dropped future drops the guard, which
+            // counts the call cancelled.
+            let guard = permit::CancelOnUnwind(&self.inner);
+            let start = self.start_timing();
+            let result = fut.await;
+            std::mem::forget(guard);
+            self.inner.record(
+                self::core::Admission::Free,
+                generation,
+                classifier.classify(&result),
+                self.elapsed_nanos(start),
+            );
+            return result.map_err(CallError::Inner);
+        }
+        let mut permit = Permit::new(&self.inner, admission, generation);
         let start = self.start_timing();
         let result = fut.await;
         permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));

@@ -692,3 +692,29 @@ fn late_subscriber_sees_later_transitions_in_order() {
         ]
     );
 }
+
+/// In the closed state too, a call whose closure panics or whose future is
+/// dropped counts as cancelled and leaves the window untouched.
+#[test]
+fn closed_calls_that_panic_or_are_dropped_count_as_cancelled() {
+    let breaker = CircuitBreaker::builder()
+        .config(count(10, 2, 0.5))
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = breaker.call(|| -> Result<(), ()> { panic!("boom") });
+    }));
+    assert!(r.is_err());
+    {
+        let mut fut = Box::pin(breaker.call_async(std::future::pending::<Result<(), ()>>()));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+    }
+    let m = breaker.metrics();
+    assert_eq!(m.calls.cancelled, 2);
+    assert_eq!(m.window.calls, 0, "cancellation is not evidence");
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(breaker.call(|| Ok::<_, ()>(1)), Ok(1));
+    assert_eq!(breaker.metrics().window.calls, 1);
+}

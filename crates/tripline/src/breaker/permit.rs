@@ -278,3 +278,14 @@ impl fmt::Debug for OwnedPermit {
             .finish()
     }
 }
+
+/// Counts a freely admitted call as cancelled if it unwinds, or its future
+/// is dropped, before it is recorded (`call` and `call_async` forget the
+/// guard once the operation returns).
+pub(crate) struct CancelOnUnwind<'a>(pub(crate) &'a Inner);
+
+impl Drop for CancelOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.counters().add(Counter::Cancelled, 1);
+    }
+}
