@@ -317,13 +317,7 @@ impl CircuitBreaker {
             let guard = permit::CancelOnUnwind(&self.inner);
             let start = self.start_timing();
             let result = f();
-            std::mem::forget(guard);
-            self.inner.record(
-                self::core::Admission::Free,
-                generation,
-                classifier.classify(&result),
-                self.elapsed_nanos(start),
-            );
+            self.settle_free(guard, generation, classifier, &result, start);
             return result.map_err(CallError::Inner);
         }
         let mut permit = Permit::new(&self.inner, admission, generation);
@@ -360,13 +354,7 @@ impl CircuitBreaker {
             let guard = permit::CancelOnUnwind(&self.inner);
             let start = self.start_timing();
             let result = fut.await;
-            std::mem::forget(guard);
-            self.inner.record(
-                self::core::Admission::Free,
-                generation,
-                classifier.classify(&result),
-                self.elapsed_nanos(start),
-            );
+            self.settle_free(guard, generation, classifier, &result, start);
             return result.map_err(CallError::Inner);
         }
         let mut permit = Permit::new(&self.inner, admission, generation);
@@ -374,6 +362,27 @@ impl CircuitBreaker {
         let result = fut.await;
         permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
         result.map_err(CallError::Inner)
+    }
+
+    /// Records the result of a freely admitted call, defusing its guard.
+    #[inline(always)]
+    fn settle_free<T, E, C>(
+        &self,
+        guard: permit::CancelOnUnwind<'_>,
+        generation: u64,
+        classifier: &C,
+        result: &Result<T, E>,
+        start: Timestamp,
+    ) where
+        C: Classifier<T, E> + ?Sized,
+    {
+        std::mem::forget(guard);
+        self.inner.record(
+            self::core::Admission::Free,
+            generation,
+            classifier.classify(result),
+            self.elapsed_nanos(start),
+        );
     }
 
     /// The clock reading a timed call starts from; no read at all when

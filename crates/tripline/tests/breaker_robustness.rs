@@ -6,25 +6,19 @@
 //! round trips, and its invariants hold.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod support {
+    pub mod hostile;
+}
+
 use std::time::Duration;
 
 use proptest::prelude::*;
 use std::time::SystemTime;
+use support::hostile::pick;
 
 use tripline::breaker::Snapshot;
 use tripline::clock::{ManualClock, Timestamp};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, State, WindowSnapshot};
-
-/// One value for a field: in a hostile config one in four is hostile; a
-/// sane config has none, so that many configs build and get driven.
-fn pick(h: bool, valid: &[&'static str], hostile: &[&'static str]) -> BoxedStrategy<&'static str> {
-    let valid = prop::sample::select(valid.to_vec());
-    if h {
-        prop_oneof![3 => valid, 1 => prop::sample::select(hostile.to_vec())].boxed()
-    } else {
-        valid.boxed()
-    }
-}
 
 fn window_length(h: bool) -> BoxedStrategy<&'static str> {
     pick(
@@ -286,6 +280,21 @@ fn run(breaker: &CircuitBreaker, clock: &ManualClock, action: &Action) {
     }
 }
 
+/// Runs `actions`, checking the window's consistency after each.
+fn drive(
+    breaker: &CircuitBreaker,
+    clock: &ManualClock,
+    actions: &[Action],
+) -> Result<(), TestCaseError> {
+    for a in actions {
+        run(breaker, clock, a);
+        let m = breaker.metrics();
+        prop_assert!(m.window.failures <= m.window.calls, "{m:?}");
+        prop_assert!(m.window.slow <= m.window.calls, "{m:?}");
+    }
+    Ok(())
+}
+
 /// With `ROBUSTNESS_STATS` set (and `--nocapture`), prints what became of
 /// each generated config, to check that the generator reaches the breaker
 /// often enough: `... | sort | uniq -c`.
@@ -324,12 +333,7 @@ proptest! {
         let Ok(breaker) = built else {
             return Ok(());
         };
-        for a in &actions {
-            run(&breaker, &clock, a);
-            let m = breaker.metrics();
-            prop_assert!(m.window.failures <= m.window.calls, "{m:?}");
-            prop_assert!(m.window.slow <= m.window.calls, "{m:?}");
-        }
+        drive(&breaker, &clock, &actions)?;
     }
 
     /// A snapshot file is input too: a corrupted or hand-edited one (counts
@@ -388,11 +392,6 @@ proptest! {
         else {
             return Ok(());
         };
-        for a in &actions {
-            run(&breaker, &clock, a);
-            let m = breaker.metrics();
-            prop_assert!(m.window.failures <= m.window.calls, "{m:?}");
-            prop_assert!(m.window.slow <= m.window.calls, "{m:?}");
-        }
+        drive(&breaker, &clock, &actions)?;
     }
 }

@@ -7,10 +7,15 @@
 //! deadline header parsers take any text.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod support {
+    pub mod hostile;
+}
+
 use std::cell::Cell;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use support::hostile::pick;
 use tripline::budget::{RetryBudget, RetryBudgetConfig};
 use tripline::bulkhead::{Bulkhead, BulkheadConfig};
 use tripline::clock::ManualClock;
@@ -18,16 +23,6 @@ use tripline::pipeline::Pipeline;
 use tripline::retry::RetryConfig;
 use tripline::timeout::{TimeoutConfig, parse_grpc_timeout, parse_timeout_ms};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, WindowConfig};
-
-/// One value for a field: in a hostile config one in four is hostile.
-fn pick(h: bool, valid: &[&'static str], hostile: &[&'static str]) -> BoxedStrategy<&'static str> {
-    let valid = prop::sample::select(valid.to_vec());
-    if h {
-        prop_oneof![3 => valid, 1 => prop::sample::select(hostile.to_vec())].boxed()
-    } else {
-        valid.boxed()
-    }
-}
 
 const HOSTILE_DURATIONS: &[&str] = &["\"0s\"", "\"1ns\"", "\"100000000h\"", "\"-1s\"", "3"];
 

@@ -279,22 +279,10 @@ impl Window {
         if lap_of(w) == period && w & COUNT_MASK != COUNT_MASK {
             return w & COUNT_MASK;
         }
-        self.refresh_snapshot(slot, stripe, bucket, field, lap, period)
-    }
-
-    #[cold]
-    fn refresh_snapshot(
-        &self,
-        slot: &AtomicU64,
-        stripe: usize,
-        bucket: usize,
-        field: usize,
-        lap: u64,
-        period: u64,
-    ) -> u64 {
-        let count = self.live(stripe, bucket, field, lap).min(COUNT_MASK - 1);
+        // Stale: re-read the stripe, at most once a period per word.
         // Racing refreshers store counts read at about the same time: any
         // of them is a fair snapshot of this period.
+        let count = self.live(stripe, bucket, field, lap).min(COUNT_MASK - 1);
         slot.store((period << COUNT_BITS) | count, Ordering::Relaxed);
         count
     }
