@@ -154,7 +154,7 @@ impl RetryBudget {
         let epoch = self.epoch();
         let requests = u128::from(sum(&inner.deposits, epoch));
         let retries = u128::from(sum(&inner.withdrawals, epoch));
-        if (retries + 1) * SCALE <= requests * inner.ratio_ppb + inner.reserve_ppb {
+        if (retries + 1).saturating_mul(SCALE) <= earned_ppb(requests, inner) {
             add(&inner.withdrawals, epoch);
             inner.total_withdrawals.fetch_add(1, Ordering::Relaxed);
             true
@@ -175,7 +175,7 @@ impl RetryBudget {
         let epoch = self.epoch();
         let requests = u128::from(sum(&self.inner.deposits, epoch));
         let retries = u128::from(sum(&self.inner.withdrawals, epoch));
-        let earned = (requests * self.inner.ratio_ppb + self.inner.reserve_ppb) / SCALE;
+        let earned = earned_ppb(requests, &self.inner) / SCALE;
         u64::try_from(earned.saturating_sub(retries)).unwrap_or(u64::MAX)
     }
 
@@ -216,6 +216,15 @@ fn add(slots: &[AtomicU64], epoch: u64) {
             Err(actual) => cur = actual,
         }
     }
+}
+
+/// Retries earned by `requests` in the window, in billionths: `ratio` of
+/// each request plus the reserve, saturating (validation keeps both far
+/// from overflow; this keeps any config from panicking).
+fn earned_ppb(requests: u128, inner: &Inner) -> u128 {
+    requests
+        .saturating_mul(inner.ratio_ppb)
+        .saturating_add(inner.reserve_ppb)
 }
 
 /// Sums the slots whose epoch lies in the window ending at `epoch`.

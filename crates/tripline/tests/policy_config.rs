@@ -37,6 +37,11 @@ fn bad_input_names_the_field() {
         field(budget(0.1, f64::NAN)),
         ("retry_budget", "min_retries_per_second")
     );
+    // Found by `pipeline_robustness.rs`: 1e300 overflowed the budget's sums.
+    assert_eq!(
+        field(budget(0.1, 1e300)),
+        ("retry_budget", "min_retries_per_second")
+    );
     assert_eq!(
         field(RetryBudget::try_new(RetryBudgetConfig {
             window: Duration::from_millis(10),

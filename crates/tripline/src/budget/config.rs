@@ -28,7 +28,7 @@ pub struct RetryBudgetConfig {
     /// (0.1: one retry per ten requests).
     pub ratio: f64,
     /// Retries always allowed per second of window, on top of the ratio, so a
-    /// quiet client can still retry: ≥ 0.
+    /// quiet client can still retry: 0 ..= 1 000 000.
     pub min_retries_per_second: f64,
 }
 
@@ -70,11 +70,15 @@ impl RetryBudgetConfig {
                 format!("must be a number in [0, 10], got {}", self.ratio),
             );
         }
-        if !(self.min_retries_per_second.is_finite() && self.min_retries_per_second >= 0.0) {
+        // A million retries a second is no budget at all; the bound also
+        // keeps the budget's fixed-point sums far from overflow.
+        if !(self.min_retries_per_second.is_finite()
+            && (0.0..=1e6).contains(&self.min_retries_per_second))
+        {
             return err(
                 "min_retries_per_second",
                 format!(
-                    "must be a finite number ≥ 0, got {}",
+                    "must be a number in [0, 1000000], got {}",
                     self.min_retries_per_second
                 ),
             );
