@@ -192,11 +192,17 @@ impl Scenario {
 
     /// Calls each replica makes: those starting before `duration`.
     pub fn calls_per_replica(&self) -> u64 {
-        crate::engine::CallTimes::new(self.traffic.rate).count_before(self.duration)
+        calls_before(self.traffic.rate, self.duration)
     }
 
     /// Calls all replicas together attempt per second.
     pub fn total_rate(&self) -> f64 {
         self.traffic.rate * f64::from(self.traffic.replicas)
     }
+}
+
+/// Calls one replica makes at `rate` before `duration` (what validation
+/// bounds before a [`Scenario`] exists).
+pub(crate) fn calls_before(rate: f64, duration: Duration) -> u64 {
+    crate::engine::CallTimes::new(rate).count_before(duration)
 }

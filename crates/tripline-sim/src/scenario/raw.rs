@@ -100,9 +100,8 @@ pub(super) fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         ));
     }
     let traffic = traffic(&loc, &raw.traffic)?;
-    let calls = crate::engine::CallTimes::new(traffic.rate)
-        .count_before(duration)
-        .saturating_mul(u64::from(traffic.replicas));
+    let calls =
+        super::calls_before(traffic.rate, duration).saturating_mul(u64::from(traffic.replicas));
     if calls > MAX_CALLS {
         return Err(loc.at(
             span(&raw.traffic.get_ref().rate),

@@ -95,15 +95,10 @@ struct Ticket {
 }
 
 impl Ticket {
-    #[inline]
-    fn record(&mut self, inner: &Inner, outcome: Outcome, elapsed: Duration) {
+    #[inline(always)]
+    fn record(&mut self, inner: &Inner, outcome: Outcome, elapsed_nanos: u64) {
         self.settled = true;
-        inner.record(
-            self.admission,
-            self.generation,
-            outcome,
-            duration_to_nanos(elapsed),
-        );
+        inner.record(self.admission, self.generation, outcome, elapsed_nanos);
     }
 
     #[cold]
@@ -171,13 +166,7 @@ impl<'a> Permit<'a> {
     /// defeats store forwarding and cost ~10 ns per call.
     #[inline(always)]
     pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
-        self.ticket.settled = true;
-        self.inner.record(
-            self.ticket.admission,
-            self.ticket.generation,
-            outcome,
-            elapsed_nanos,
-        );
+        self.ticket.record(self.inner, outcome, elapsed_nanos);
     }
 
     /// Whether this permit is a half-open probe.
@@ -231,7 +220,8 @@ impl OwnedPermit {
     /// Records the call's outcome and duration. Consumes the permit.
     #[inline]
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
-        self.ticket.record(&self.inner, outcome, elapsed);
+        self.ticket
+            .record(&self.inner, outcome, duration_to_nanos(elapsed));
     }
 
     /// Records the outcome in place, for futures that keep the permit until
@@ -239,16 +229,9 @@ impl OwnedPermit {
     #[cfg(feature = "tower")]
     #[inline(always)]
     pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
-        if self.ticket.settled {
-            return;
+        if !self.ticket.settled {
+            self.ticket.record(&self.inner, outcome, elapsed_nanos);
         }
-        self.ticket.settled = true;
-        self.inner.record(
-            self.ticket.admission,
-            self.ticket.generation,
-            outcome,
-            elapsed_nanos,
-        );
     }
 
     /// Whether this permit is a half-open probe.
