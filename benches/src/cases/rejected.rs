@@ -3,6 +3,7 @@
 //! checks that the breaker does reject.
 
 use std::future::ready;
+use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,9 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 pub(super) fn cases() -> Vec<Case> {
     vec![
+        case("rejected", "empty", empty),
         case("rejected", "tripline", tripline),
+        case("rejected", "tripline_permit", tripline_permit),
         case("rejected", "recloser", recloser),
         case("rejected", "failsafe_default", failsafe_default),
         case("rejected", "failsafe_consecutive", failsafe_consecutive),
@@ -31,12 +34,30 @@ fn fail() -> Reply {
     Err(BenchError)
 }
 
+/// The harness alone: an iteration that returns a constant. A rejection
+/// calls nothing, so this — not a bare call — is its floor; the table
+/// reports each library's time over it as well as the total.
+fn empty(work: bool) -> Factory {
+    shared((), work, |_| black_box(0))
+}
+
 /// tripline's defaults, opened by `open_for(1 h)`.
 fn tripline(work: bool) -> Factory {
     let b = super::closed::tripline_default();
     b.open_for(HOUR);
     assert!(b.call(op()).is_err_and(|e| e.is_rejected()));
     shared(b, work, |b| value(b.call(op())))
+}
+
+/// The manual permit API on an open breaker: `try_acquire` refuses.
+fn tripline_permit(work: bool) -> Factory {
+    let b = super::closed::tripline_default();
+    b.open_for(HOUR);
+    assert!(b.try_acquire().is_err());
+    shared(b, work, |b| match b.try_acquire() {
+        Ok(_) => 1,
+        Err(r) => u64::from(r.retry_after().is_some()),
+    })
 }
 
 /// recloser with a 1-call ring and a 1 h wait, tripped by failures.

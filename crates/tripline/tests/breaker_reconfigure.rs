@@ -246,7 +246,7 @@ fn snapshots_restore_an_open_breaker_until_its_original_deadline() {
         .build()
         .unwrap();
     assert_eq!(restored.state(), State::Open);
-    let left = restored.try_acquire().unwrap_err().retry_after.unwrap();
+    let left = restored.try_acquire().unwrap_err().retry_after().unwrap();
     assert!(left <= secs(5) && left > secs(4), "{left:?}");
     clock2.advance(left);
     assert!(restored.try_acquire().unwrap().is_probe());
@@ -475,7 +475,7 @@ fn an_attached_prober_holds_business_probes_but_never_forever() {
     clock.advance(secs(5));
     let held = b.try_acquire().unwrap_err();
     assert_eq!(
-        held.state,
+        held.state(),
         State::Open,
         "business waits for the health check"
     );

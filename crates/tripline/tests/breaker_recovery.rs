@@ -268,7 +268,7 @@ fn a_ramp_decision_parked_by_min_state_duration_refuses_instead_of_spinning() {
     assert_eq!(offer(&b, 100, Outcome::Success), 100, "step 3");
     clock.advance(secs(1));
     let refused = b.try_acquire().unwrap_err();
-    assert_eq!(refused.state, State::HalfOpen, "decided, parked");
+    assert_eq!(refused.state(), State::HalfOpen, "decided, parked");
     assert_eq!(b.state(), State::HalfOpen);
     clock.advance(secs(7));
     assert!(b.try_acquire().is_ok());

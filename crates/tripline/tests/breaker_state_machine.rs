@@ -586,7 +586,7 @@ fn operator_states_never_move_on_their_own() {
     breaker.force_open();
     clock.advance(Duration::from_secs(3600));
     let r = breaker.try_acquire().unwrap_err();
-    assert_eq!((r.state, r.retry_after), (State::ForcedOpen, None));
+    assert_eq!((r.state(), r.retry_after()), (State::ForcedOpen, None));
     assert_eq!(breaker.state(), State::ForcedOpen);
 
     breaker.disable();
@@ -614,7 +614,7 @@ fn operator_states_never_move_on_their_own() {
     breaker.open_for(Duration::from_secs(2));
     let r = breaker.try_acquire().unwrap_err();
     assert_eq!(
-        (r.state, r.retry_after),
+        (r.state(), r.retry_after()),
         (State::Open, Some(Duration::from_secs(2)))
     );
     clock.advance(Duration::from_secs(2));

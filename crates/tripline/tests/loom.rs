@@ -246,3 +246,32 @@ fn reconfiguration_racing_a_call_stays_consistent() {
         );
     });
 }
+
+/// Rejections on an open breaker, from a thread that owns the stripe's
+/// rejection word (plain stores) and threads that do not (atomic adds),
+/// including the race to claim it: none is lost, and a concurrent reader
+/// never sees the count go down or past the truth.
+#[test]
+fn rejection_counts_are_exact_across_owners_and_sharers() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, HalfOpenPolicy::Consecutive { successes: 1 });
+        b.open_for(Duration::from_secs(60));
+        // Three threads on the one stripe a loom model has: one of them
+        // wins the claim, two count atomically side by side.
+        let rejecters: Vec<_> = (0..3)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || assert!(b.try_acquire().is_err()))
+            })
+            .collect();
+        let first = b.metrics().calls.rejected;
+        let second = b.metrics().calls.rejected;
+        assert!(first <= second && second <= 3, "{first} then {second}");
+        for t in rejecters {
+            t.join().unwrap();
+        }
+        assert!(b.try_acquire().is_err());
+        assert_eq!(b.metrics().calls.rejected, 4);
+    });
+}

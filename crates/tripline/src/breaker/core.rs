@@ -24,11 +24,12 @@ use std::sync::OnceLock;
 
 use super::baseline::Baseline;
 use super::config::CircuitBreakerConfig;
+use super::counters::Counters;
 use super::event::EventHub;
 use super::half_open::HalfOpenRound;
 use super::half_open::ramp::RampRound;
 use super::state::{State, Word};
-use super::stripe::{Counters, Padded};
+use super::stripe::Padded;
 use super::window::{Window, WindowChain, WindowSnapshot};
 use crate::clock::{Clock, SharedClock, Timestamp, duration_to_nanos};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
@@ -62,6 +63,9 @@ struct HotWords {
     slow_nanos: AtomicU64,
     /// How many reconfigurations replaced the window (see [`WindowChain`]).
     window_depth: AtomicU64,
+    /// Transitions so far; written only by a transition's winner, so it
+    /// costs the calls nothing here and keeps a stripe slot free.
+    transitions: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -114,6 +118,7 @@ impl Inner {
                 state: AtomicU64::new(Word::initial(State::Closed).0),
                 slow_nanos: AtomicU64::new(NEVER),
                 window_depth: AtomicU64::new(0),
+                transitions: AtomicU64::new(0),
             }),
             windows: WindowChain::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
@@ -224,7 +229,7 @@ impl Inner {
     /// Every call this breaker has seen, whatever became of it: a cheap,
     /// allocation-free activity count (idle detection).
     pub(crate) fn activity(&self) -> u64 {
-        use super::stripe::Counter::*;
+        use super::counters::Counter::*;
         let c = &self.counters;
         [
             Rejected,
@@ -246,6 +251,10 @@ impl Inner {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    pub(crate) fn transitions(&self) -> u64 {
+        self.hot.transitions.load(Ordering::Relaxed)
     }
 
     pub(crate) fn probes_in_flight(&self, generation: u64) -> u64 {

@@ -7,7 +7,7 @@
 
 use super::State;
 use super::core::Inner;
-use super::stripe::Counter;
+use super::counters::Counter;
 use super::window::WindowSnapshot;
 use crate::clock::Timestamp;
 
@@ -97,7 +97,7 @@ pub(crate) fn collect(inner: &Inner) -> Metrics {
             probes_succeeded,
             probes_failed,
         },
-        transitions: c.get(Counter::Transitions),
+        transitions: inner.transitions(),
         probes_in_flight: if w.state() == State::HalfOpen {
             inner.probes_in_flight(w.generation())
         } else {

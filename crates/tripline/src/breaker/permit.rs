@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use super::State;
 use super::core::{Admission, Inner};
+use super::counters::Counter;
 use super::half_open::Verdict;
-use super::stripe::Counter;
 use crate::classify::Outcome;
 use crate::clock::duration_to_nanos;
 use crate::sync::Arc;
@@ -22,19 +22,55 @@ use crate::sync::Arc;
 ///
 /// Distinct from every failure of the dependency, so callers and dashboards
 /// can tell "rejected locally" from "failed remotely" (seed 001 §8.3).
+///
+/// An open breaker hands these out at the full call rate, so the value is
+/// two words and its wait stays in nanoseconds until somebody asks for it
+/// as a [`Duration`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Rejected {
+    state: State,
+    /// Nanoseconds until a retry may be admitted; [`UNKNOWN_WAIT`] if unknown.
+    retry_after_nanos: u64,
+}
+
+/// "No known wait" in [`Rejected::retry_after_nanos`].
+const UNKNOWN_WAIT: u64 = u64::MAX;
+
+impl Rejected {
+    /// A rejection by `state`, retryable after `retry_after` if known (for
+    /// callers that test their own rejection handling).
+    pub fn new(state: State, retry_after: Option<Duration>) -> Self {
+        let nanos =
+            retry_after.map_or(UNKNOWN_WAIT, |d| duration_to_nanos(d).min(UNKNOWN_WAIT - 1));
+        Rejected::after_nanos(state, nanos)
+    }
+
+    /// The hot path's constructor: `nanos` is the rest of the open duration.
+    #[inline]
+    pub(crate) fn after_nanos(state: State, nanos: u64) -> Self {
+        Rejected {
+            state,
+            retry_after_nanos: nanos,
+        }
+    }
+
     /// The state that refused the call.
-    pub state: State,
+    pub fn state(&self) -> State {
+        self.state
+    }
+
     /// When a retry may be admitted, if known: the rest of the open
     /// duration. `None` while forced open or while half-open probes are busy.
-    pub retry_after: Option<Duration>,
+    pub fn retry_after(&self) -> Option<Duration> {
+        (self.retry_after_nanos != UNKNOWN_WAIT)
+            .then(|| Duration::from_nanos(self.retry_after_nanos))
+    }
 }
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "call rejected: circuit breaker is {}", self.state)?;
-        if let Some(d) = self.retry_after {
+        if let Some(d) = self.retry_after() {
             write!(f, " (retry after {:?})", d)?;
         }
         Ok(())

@@ -67,8 +67,8 @@ pub struct CircuitOpen {
 impl From<Rejected> for CircuitOpen {
     fn from(r: Rejected) -> Self {
         CircuitOpen {
-            state: r.state,
-            retry_after: r.retry_after,
+            state: r.state(),
+            retry_after: r.retry_after(),
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Recording outcomes and the trip decision.
 
 use super::super::baseline::Period;
+use super::super::counters::Counter;
 use super::super::event::Reason;
 use super::super::half_open::{Decision, Rules, Verdict};
 use super::super::state::{State, Word};
-use super::super::stripe::Counter;
 use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
 use super::settings::Effective;
 use super::{Admission, Inner, NEVER, OpenUntil};

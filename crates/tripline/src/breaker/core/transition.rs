@@ -7,7 +7,6 @@ use super::super::backoff::unit_f64;
 use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
 use super::super::half_open::Rules;
 use super::super::state::{State, Word};
-use super::super::stripe::Counter;
 use super::super::window::WindowSnapshot;
 use super::{Inner, NEVER};
 use crate::clock::{Clock, Timestamp};
@@ -38,7 +37,7 @@ impl Inner {
 
     fn publish(&self, to: Word) {
         self.hot.state.store(to.published().0, Ordering::Release);
-        self.counters.add(Counter::Transitions, 1);
+        self.hot.transitions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Open → HalfOpen by the first call after the deadline (or a passed
