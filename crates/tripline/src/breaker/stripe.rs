@@ -24,9 +24,19 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
-/// Stripes per breaker on this machine: the core count rounded up to a
-/// power of two, at most 4 (more stripes cost memory and read time for no
-/// gain on the machines we target).
+/// A breaker's stripes unless its builder says otherwise: the core count,
+/// at most two. Two threads then record side by side (the scaling the
+/// breaker promises), and a breaker with a 10-bucket time window stays
+/// within 2 KiB on any machine — each further stripe would cost another
+/// copy of the window's buckets (~400 B). A breaker that many cores hammer
+/// at once can ask for more with `CircuitBreakerBuilder::stripes`.
+pub(crate) fn breaker_default() -> usize {
+    stripes().min(2)
+}
+
+/// Stripes for a structure shared by every thread on this machine: the
+/// core count rounded up to a power of two, at most 4 (more stripes cost
+/// memory and read time for no gain on the machines we target).
 pub(crate) fn stripes() -> usize {
     #[cfg(loom)]
     {

@@ -166,12 +166,12 @@ impl<K: RegistryKey> Shared<K> {
 
     /// A builder for a breaker named `name`: the registry's clock, a seed
     /// derived from the name (deterministic whatever the creation order),
-    /// and at most two stripes — a keyed breaker sees a slice of the
-    /// traffic, and memory per key matters more than contention.
+    /// and the default stripes (at most two) — a keyed breaker sees a slice
+    /// of the traffic, and memory per key matters more than contention.
     fn builder(&self, name: &str) -> CircuitBreakerBuilder {
         let mut builder = CircuitBreaker::builder()
             .clock(self.clock.clone())
-            .stripes(crate::breaker::stripe::stripes().min(2));
+            .stripes(crate::breaker::stripe::breaker_default());
         if let Some(seed) = self.seed {
             builder = builder.seed(seed).instance_id(fnv1a(name.as_bytes()));
         }
