@@ -25,7 +25,9 @@ pub struct CallCounts {
     pub slow_failed: u64,
     /// Calls whose outcome was classified as not evidence.
     pub ignored: u64,
-    /// Calls the breaker refused.
+    /// Calls the breaker refused: exact, even when many threads reject at
+    /// once (counted per thread without an atomic read-modify-write on the
+    /// common path, and nothing lost).
     pub rejected: u64,
     /// Permits dropped without an outcome (cancelled, panicked).
     pub cancelled: u64,
