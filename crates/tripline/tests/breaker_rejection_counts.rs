@@ -66,20 +66,25 @@ fn each_refusing_state_counts_its_refusals() {
     assert_eq!(b.metrics().calls.rejected, refused);
 }
 
-/// Eight threads on a two-stripe breaker: at most two own a stripe's
-/// counting word, the rest count atomically, and nothing is lost.
-#[test]
-fn more_threads_than_stripes_lose_no_refusal() {
-    let b = open_breaker(2);
+/// `threads` threads at once, each asking `calls` times and refused.
+fn refuse_from_threads(b: &CircuitBreaker, threads: usize, calls: u64) {
     std::thread::scope(|s| {
-        for _ in 0..8 {
+        for _ in 0..threads {
             s.spawn(|| {
-                for _ in 0..20_000 {
+                for _ in 0..calls {
                     assert!(b.try_acquire().is_err());
                 }
             });
         }
     });
+}
+
+/// Eight threads on a two-stripe breaker: at most two own a stripe's
+/// counting word, the rest count atomically, and nothing is lost.
+#[test]
+fn more_threads_than_stripes_lose_no_refusal() {
+    let b = open_breaker(2);
+    refuse_from_threads(&b, 8, 20_000);
     assert_eq!(b.metrics().calls.rejected, 160_000);
 }
 
@@ -89,15 +94,7 @@ fn more_threads_than_stripes_lose_no_refusal() {
 fn threads_that_come_and_go_lose_no_refusal() {
     let b = open_breaker(1);
     for _ in 0..300 {
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    for _ in 0..50 {
-                        assert!(b.try_acquire().is_err());
-                    }
-                });
-            }
-        });
+        refuse_from_threads(&b, 2, 50);
     }
     assert_eq!(b.metrics().calls.rejected, 30_000);
 }
