@@ -248,6 +248,22 @@ impl EventHub {
         q.forwarder = false;
     }
 
+    /// Like [`publish`](Self::publish), building the event only if somebody
+    /// will see it: a subscriber, an event queued before it, or a `tracing`
+    /// subscriber that wants the breaker's INFO events. A breaker that trips
+    /// all the time with nobody listening pays only its place in the order,
+    /// not a window snapshot, a settings load and a name clone per event.
+    pub(crate) fn publish_with(&self, seq: u64, build: impl FnOnce() -> Event) {
+        if !tracing::enabled!(target: "tripline::breaker", tracing::Level::INFO) {
+            let mut q = lock(&self.queue);
+            if q.subscribers.is_empty() && !q.delivering && q.next == seq && q.pending.is_empty() {
+                q.next += 1;
+                return;
+            }
+        }
+        self.publish(seq, build());
+    }
+
     /// Queues the event reserved as `seq` and delivers every event that is
     /// next in line, unless another thread is already delivering.
     pub(crate) fn publish(&self, seq: u64, event: Event) {

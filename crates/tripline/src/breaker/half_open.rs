@@ -146,8 +146,7 @@ impl QuotaRules {
 /// in exact integer arithmetic (parts per million), so that "exactly the
 /// threshold" behaves the same for every rate.
 pub(crate) fn failures_to_reach(rate: f64, calls: u64) -> u64 {
-    let ppm = (rate * 1e6).round() as u64;
-    (ppm * calls).div_ceil(1_000_000)
+    (super::core::settings::ppm(rate) * calls).div_ceil(1_000_000)
 }
 
 pub(crate) struct HalfOpenRound {

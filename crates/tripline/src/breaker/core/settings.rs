@@ -22,8 +22,12 @@ pub(crate) struct Settings {
     pub(crate) rules: Rules,
 }
 
+/// A validated rate (0 to 1) in parts per million, rounded to nearest.
+/// Adding ½ and truncating is `round()` for non-negative values, without
+/// the library call `f64::round` compiles to (two per trip evaluation).
+#[inline]
 pub(crate) fn ppm(rate: f64) -> u64 {
-    (rate * 1e6).round() as u64
+    (rate * 1e6 + 0.5) as u64
 }
 
 /// The thresholds in force at one moment (after warm-up and cooldown).

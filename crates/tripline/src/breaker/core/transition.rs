@@ -249,16 +249,17 @@ impl Inner {
         open_duration: Option<Duration>,
         now: Timestamp,
     ) {
-        let t = Transition {
-            from: from.state(),
-            to: to.state(),
-            reason,
-            window,
-            thresholds: self.thresholds(now),
-            open_duration,
-            generation: to.generation(),
-        };
-        self.events
-            .publish(seq, self.event(now, EventKind::Transition(t)));
+        self.events.publish_with(seq, || {
+            let t = Transition {
+                from: from.state(),
+                to: to.state(),
+                reason,
+                window,
+                thresholds: self.thresholds(now),
+                open_duration,
+                generation: to.generation(),
+            };
+            self.event(now, EventKind::Transition(t))
+        });
     }
 }
