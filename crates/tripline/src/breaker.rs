@@ -22,6 +22,7 @@
 
 mod backoff;
 mod baseline;
+mod call_async;
 pub(crate) mod config;
 pub(crate) mod core;
 mod counters;
@@ -41,6 +42,7 @@ use std::time::Duration;
 
 pub use self::core::Snapshot;
 pub use backoff::{Backoff, Jitter, OpenDuration};
+pub use call_async::CallAsync;
 pub use config::{
     CircuitBreakerConfig, ConfigError, ConfigWarning, Cooldown, HalfOpenPolicy, SlowCallBaseline,
     WarmUp, WarmUpMode, WindowConfig,
@@ -336,39 +338,28 @@ impl CircuitBreaker {
 
     /// Awaits `fut` through the breaker. Needs no particular runtime; if the
     /// returned future is dropped before `fut` completes, the call counts as
-    /// cancelled (neutral).
-    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, CallError<E>>
+    /// cancelled (neutral). The future is a named type, [`CallAsync`], so
+    /// it can be stored or returned without boxing.
+    #[inline]
+    pub fn call_async<T, E, F>(&self, fut: F) -> CallAsync<'_, F, DefaultClassifier>
     where
         F: Future<Output = Result<T, E>>,
     {
-        self.call_async_with(&DefaultClassifier, fut).await
+        CallAsync::new(self, &DefaultClassifier, fut)
     }
 
     /// Awaits `fut` through the breaker, classifying with `classifier`.
-    pub async fn call_async_with<T, E, C, F>(
-        &self,
-        classifier: &C,
+    #[inline]
+    pub fn call_async_with<'a, T, E, C, F>(
+        &'a self,
+        classifier: &'a C,
         fut: F,
-    ) -> Result<T, CallError<E>>
+    ) -> CallAsync<'a, F, C>
     where
         C: Classifier<T, E> + ?Sized,
         F: Future<Output = Result<T, E>>,
     {
-        let (admission, generation) = self.inner.try_acquire().map_err(CallError::Rejected)?;
-        if admission == self::core::Admission::Free {
-            // As in `call_with`; a dropped future drops the guard, which
-            // counts the call cancelled.
-            let guard = permit::CancelOnUnwind(&self.inner);
-            let start = self.start_timing();
-            let result = fut.await;
-            self.settle_free(guard, generation, classifier, &result, start);
-            return result.map_err(CallError::Inner);
-        }
-        let mut permit = Permit::new(&self.inner, admission, generation);
-        let start = self.start_timing();
-        let result = fut.await;
-        permit.record_in_place(classifier.classify(&result), self.elapsed_nanos(start));
-        result.map_err(CallError::Inner)
+        CallAsync::new(self, classifier, fut)
     }
 
     /// Records the result of a freely admitted call, defusing its guard.

@@ -76,7 +76,7 @@ pub mod timeout;
 pub mod tower;
 
 pub use breaker::{
-    CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
+    CallAsync, CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
     ConfigWarning, Event, EventKind, HalfOpenPolicy, Metrics, OwnedPermit, Permit, Reason,
     Rejected, State, Subscription, Transition, WindowConfig, WindowSnapshot,
 };
