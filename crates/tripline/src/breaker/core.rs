@@ -66,6 +66,10 @@ struct HotWords {
     /// Transitions so far; written only by a transition's winner, so it
     /// costs the calls nothing here and keeps a stripe slot free.
     transitions: AtomicU64,
+    /// The trip thresholds when nothing varies them with time
+    /// ([`Settings::packed_plain_rule`]), 0 otherwise: a failure's trip
+    /// evaluation then reads one word here instead of loading the settings.
+    plain_rule: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -119,6 +123,7 @@ impl Inner {
                 slow_nanos: AtomicU64::new(NEVER),
                 window_depth: AtomicU64::new(0),
                 transitions: AtomicU64::new(0),
+                plain_rule: AtomicU64::new(0),
             }),
             windows: WindowChain::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
@@ -140,7 +145,7 @@ impl Inner {
             stripes,
             settings: SettingsCell::new(settings),
         };
-        inner.apply_slow_threshold();
+        inner.apply_settings_words();
         inner
     }
 
@@ -167,6 +172,14 @@ impl Inner {
     #[inline]
     pub(crate) fn times_calls(&self) -> bool {
         self.hot.slow_nanos.load(Ordering::Relaxed) != NEVER
+    }
+
+    /// Copies what the hot paths read of the settings into the hot words:
+    /// after construction and after every reconfiguration.
+    fn apply_settings_words(&self) {
+        self.apply_slow_threshold();
+        let rule = self.settings.with(Settings::packed_plain_rule);
+        self.hot.plain_rule.store(rule, Ordering::Relaxed);
     }
 
     /// Sets the slow-call threshold from the config: fixed, the learned

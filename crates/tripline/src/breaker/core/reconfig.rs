@@ -79,7 +79,7 @@ impl Inner {
         }
         let half_open_changed = old.half_open != config.half_open;
         self.settings.store(settings);
-        self.apply_slow_threshold();
+        self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
         let seq = self.events.reserve();
         self.events.publish(

@@ -163,6 +163,10 @@ impl Inner {
     /// nanoseconds, from one load of the settings (a load costs about as
     /// much as the rest of an evaluation).
     fn effective_and_min_state(&self, now: Timestamp) -> (Effective, u64) {
+        let plain = self.hot.plain_rule.load(Ordering::Relaxed);
+        if plain != 0 {
+            return (Effective::unpack_plain(plain), 0);
+        }
         let recovered = self.recovered_at.load(Ordering::Relaxed);
         let warm = self.warm_start.load(Ordering::Relaxed);
         self.settings.with(|s| {

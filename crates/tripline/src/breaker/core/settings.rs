@@ -40,6 +40,20 @@ pub(crate) struct Effective {
     pub(crate) may_trip: bool,
 }
 
+impl Effective {
+    /// The thresholds of a word made by [`Settings::packed_plain_rule`].
+    #[inline]
+    pub(crate) fn unpack_plain(word: u64) -> Self {
+        const PPM: u64 = (1 << 20) - 1;
+        Effective {
+            minimum_calls: (word >> 40) & ((1 << 23) - 1),
+            failure_ppm: word & PPM,
+            slow_ppm: (word >> 20) & PPM,
+            may_trip: true,
+        }
+    }
+}
+
 impl Settings {
     pub(crate) fn new(config: CircuitBreakerConfig, version: u64) -> Self {
         Settings {
@@ -47,6 +61,25 @@ impl Settings {
             rules: Rules::new(&config.half_open),
             config,
         }
+    }
+
+    /// The thresholds packed in one word when nothing varies them with
+    /// time (no warm-up, no cooldown, no `min_state_duration`), so a trip
+    /// evaluation can read them beside the state word instead of loading
+    /// the settings; 0 when something does. Layout: bit 63 set, then
+    /// `minimum_calls` (23 bits), slow and failure rates (20 bits of parts
+    /// per million each).
+    pub(crate) fn packed_plain_rule(&self) -> u64 {
+        let c = &self.config;
+        let plain = c.warm_up.is_none() && c.cooldown.is_none() && self.min_state_nanos() == 0;
+        let (failure, slow) = (
+            ppm(c.failure_rate_threshold),
+            ppm(c.slow_call_rate_threshold),
+        );
+        if !plain || c.minimum_calls >= 1 << 23 || failure >= 1 << 20 || slow >= 1 << 20 {
+            return 0;
+        }
+        1 << 63 | u64::from(c.minimum_calls) << 40 | slow << 20 | failure
     }
 
     /// `min_state_duration` in nanoseconds, 0 when off.
@@ -194,6 +227,58 @@ mod tests {
         );
         assert!(!no_trip.effective(99, 0, None).may_trip);
         assert!(no_trip.effective(100, 0, None).may_trip);
+    }
+
+    #[test]
+    fn plain_thresholds_pack_into_one_word_and_varying_ones_do_not() {
+        let plain = settings(None, None);
+        let word = plain.packed_plain_rule();
+        assert_ne!(word, 0);
+        assert_eq!(Effective::unpack_plain(word), plain.effective(7, 0, None));
+        let extremes = Settings::new(
+            CircuitBreakerConfig {
+                minimum_calls: (1 << 23) - 1,
+                failure_rate_threshold: 1.0,
+                slow_call_rate_threshold: 1.0,
+                ..Default::default()
+            },
+            0,
+        );
+        let e = Effective::unpack_plain(extremes.packed_plain_rule());
+        assert_eq!(
+            (e.minimum_calls, e.failure_ppm, e.slow_ppm),
+            ((1 << 23) - 1, 1_000_000, 1_000_000)
+        );
+        let too_many = Settings::new(
+            CircuitBreakerConfig {
+                minimum_calls: 1 << 23,
+                ..Default::default()
+            },
+            0,
+        );
+        assert_eq!(
+            too_many.packed_plain_rule(),
+            0,
+            "falls back to the settings"
+        );
+        let warm = WarmUp {
+            duration: Duration::from_secs(1),
+            mode: WarmUpMode::NoTrip,
+        };
+        assert_eq!(settings(Some(warm), None).packed_plain_rule(), 0);
+        let cool = Cooldown {
+            duration: Duration::from_secs(1),
+            failure_rate_threshold: 0.2,
+        };
+        assert_eq!(settings(None, Some(cool)).packed_plain_rule(), 0);
+        let held = Settings::new(
+            CircuitBreakerConfig {
+                min_state_duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+            0,
+        );
+        assert_eq!(held.packed_plain_rule(), 0);
     }
 
     #[test]
