@@ -78,6 +78,10 @@ impl Inner {
             self.hot.window_depth.store(depth + 1, Ordering::Release);
         }
         let half_open_changed = old.half_open != config.half_open;
+        // Evaluations read the settings themselves until the new ones are
+        // in, so none judges by the old plain thresholds under a new config
+        // that varies them (a warm-up, say).
+        self.hot.plain_rule.store(0, Ordering::Relaxed);
         self.settings.store(settings);
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
