@@ -364,18 +364,6 @@ impl Default for SharedClock {
     }
 }
 
-impl SharedClock {
-    #[inline]
-    fn now_other(&self) -> Timestamp {
-        match &self.0 {
-            ClockKind::Monotonic => MonotonicClock.now(),
-            ClockKind::Manual(m) => m.now(),
-            ClockKind::Precise => PreciseClock.now(),
-            ClockKind::Custom(c) => c.now(),
-        }
-    }
-}
-
 impl Clock for SharedClock {
     #[inline]
     fn now(&self) -> Timestamp {
@@ -384,7 +372,12 @@ impl Clock for SharedClock {
         if let ClockKind::Monotonic = self.0 {
             return MonotonicClock.now();
         }
-        self.now_other()
+        match &self.0 {
+            ClockKind::Manual(m) => m.now(),
+            ClockKind::Precise => PreciseClock.now(),
+            ClockKind::Custom(c) => c.now(),
+            ClockKind::Monotonic => MonotonicClock.now(),
+        }
     }
 
     fn resolution(&self) -> Duration {

@@ -8,16 +8,23 @@ use std::time::Duration;
 use tripline::clock::ManualClock;
 use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, Outcome, State};
 
-fn open_breaker(stripes: usize) -> CircuitBreaker {
-    let b = CircuitBreaker::builder()
+/// A breaker that trips and probes quickly, on `clock`, with `stripes`
+/// stripes or the default.
+fn breaker(clock: &ManualClock, stripes: Option<usize>) -> CircuitBreaker {
+    let mut builder = CircuitBreaker::builder()
         .config(CircuitBreakerConfig {
             half_open: HalfOpenPolicy::Consecutive { successes: 1 },
             ..Default::default()
         })
-        .clock(ManualClock::new())
-        .stripes(stripes)
-        .build()
-        .unwrap();
+        .clock(clock.clone());
+    if let Some(n) = stripes {
+        builder = builder.stripes(n);
+    }
+    builder.build().unwrap()
+}
+
+fn open_breaker(stripes: usize) -> CircuitBreaker {
+    let b = breaker(&ManualClock::new(), Some(stripes));
     b.open_for(Duration::from_secs(3600));
     b
 }
@@ -25,14 +32,7 @@ fn open_breaker(stripes: usize) -> CircuitBreaker {
 #[test]
 fn each_refusing_state_counts_its_refusals() {
     let clock = ManualClock::new();
-    let b = CircuitBreaker::builder()
-        .config(CircuitBreakerConfig {
-            half_open: HalfOpenPolicy::Consecutive { successes: 1 },
-            ..Default::default()
-        })
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let b = breaker(&clock, None);
     // Refuses `n` calls through each entry point; returns how many.
     let refuse = |b: &CircuitBreaker, n: u64| {
         for _ in 0..n {

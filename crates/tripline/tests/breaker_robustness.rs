@@ -343,14 +343,7 @@ proptest! {
     #[test]
     fn no_snapshot_panics_a_restore(
         text in config_text(false),
-        state in prop::sample::select(vec![
-            State::Closed,
-            State::Open,
-            State::HalfOpen,
-            State::ForcedOpen,
-            State::Disabled,
-            State::MetricsOnly,
-        ]),
+        state in prop::sample::select(State::ALL.to_vec()),
         counts in prop::array::uniform4(prop_oneof![0..200u64, Just(u64::MAX)]),
         open_until in prop::option::of(prop_oneof![
             Just(0u64),

@@ -77,6 +77,9 @@ where
             Stage::Unpolled => {
                 // Admission and the first poll with the guard or permit in
                 // locals: a future that is ready at once never stores them.
+                // This repeats the settling of the stored path below on
+                // purpose: one `settle(stage)` for both (tried) matches the
+                // stage at run time: 178 → 190 instructions a call.
                 let (admission, generation) = match breaker.inner.try_acquire() {
                     Ok(admitted) => admitted,
                     Err(rejected) => {

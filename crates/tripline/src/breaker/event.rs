@@ -195,6 +195,22 @@ struct Queue {
     forwarder: bool,
 }
 
+impl Queue {
+    /// When nobody listens and nothing is queued before event `seq`, lets
+    /// it take its place in the order without being queued (a breaker that
+    /// keeps tripping pays no map insertion and removal per transition).
+    fn pass_unheard(&mut self, seq: u64) -> bool {
+        let unheard = self.subscribers.is_empty()
+            && !self.delivering
+            && self.next == seq
+            && self.pending.is_empty();
+        if unheard {
+            self.next += 1;
+        }
+        unheard
+    }
+}
+
 /// Subscribers and the ordered delivery queue of one breaker.
 pub(crate) struct EventHub {
     seq: AtomicU64,
@@ -254,12 +270,10 @@ impl EventHub {
     /// all the time with nobody listening pays only its place in the order,
     /// not a window snapshot, a settings load and a name clone per event.
     pub(crate) fn publish_with(&self, seq: u64, build: impl FnOnce() -> Event) {
-        if !tracing::enabled!(target: "tripline::breaker", tracing::Level::INFO) {
-            let mut q = lock(&self.queue);
-            if q.subscribers.is_empty() && !q.delivering && q.next == seq && q.pending.is_empty() {
-                q.next += 1;
-                return;
-            }
+        if !tracing::enabled!(target: "tripline::breaker", tracing::Level::INFO)
+            && lock(&self.queue).pass_unheard(seq)
+        {
+            return;
         }
         self.publish(seq, build());
     }
@@ -269,11 +283,7 @@ impl EventHub {
     pub(crate) fn publish(&self, seq: u64, event: Event) {
         trace(&event);
         let mut q = lock(&self.queue);
-        if q.subscribers.is_empty() && !q.delivering && q.next == seq && q.pending.is_empty() {
-            // Nobody listens and nothing is queued before it: the event only
-            // takes its place in the order (a breaker that keeps tripping
-            // pays no map insertion and removal per transition).
-            q.next += 1;
+        if q.pass_unheard(seq) {
             return;
         }
         q.pending.insert(seq, event);
