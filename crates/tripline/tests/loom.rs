@@ -275,3 +275,71 @@ fn rejection_counts_are_exact_across_owners_and_sharers() {
         assert_eq!(b.metrics().calls.rejected, 4);
     });
 }
+
+/// The three half-open policies, as a reconfiguration installs them.
+fn policies() -> [HalfOpenPolicy; 3] {
+    [
+        HalfOpenPolicy::Consecutive { successes: 1 },
+        HalfOpenPolicy::Permits {
+            calls: 1,
+            failure_rate_threshold: 0.5,
+        },
+        HalfOpenPolicy::Ramp {
+            steps: vec![1.0],
+            step_duration: Duration::from_millis(1),
+            failure_rate_threshold: 0.5,
+            minimum_calls_per_step: 1,
+        },
+    ]
+}
+
+/// A reconfiguration to another half-open policy racing the call that
+/// enters half-open, for every pair of policies: whichever goes first, the
+/// round in progress afterwards runs under rules it was started with, so
+/// healthy probes close the breaker (with no `max_half_open_duration` to
+/// rescue a round that was left without rules).
+#[test]
+fn reconfiguring_the_half_open_policy_while_entering_half_open_never_strands_a_round() {
+    for from in policies() {
+        for to in policies() {
+            if std::mem::discriminant(&from) == std::mem::discriminant(&to) {
+                continue;
+            }
+            let (from, to) = (from.clone(), to);
+            loom::model(move || {
+                let clock = ManualClock::new();
+                let b = breaker(&clock, from.clone());
+                open_then_elapse(&b, &clock);
+                let b2 = b.clone();
+                let to = to.clone();
+                let t = thread::spawn(move || {
+                    b2.reconfigure(CircuitBreakerConfig {
+                        window: WindowConfig::Count { size: 4 },
+                        minimum_calls: 2,
+                        failure_rate_threshold: 0.5,
+                        half_open: to,
+                        max_half_open_duration: None,
+                        ..Default::default()
+                    })
+                    .unwrap();
+                });
+                if let Ok(p) = b.try_acquire() {
+                    p.record(Outcome::Success, Duration::ZERO);
+                }
+                t.join().unwrap();
+                // A ramp step is judged once its duration has passed.
+                clock.advance(Duration::from_millis(1));
+                for _ in 0..4 {
+                    if b.state() == State::Closed {
+                        break;
+                    }
+                    if let Ok(p) = b.try_acquire() {
+                        p.record(Outcome::Success, Duration::ZERO);
+                    }
+                    clock.advance(Duration::from_millis(1));
+                }
+                assert_eq!(b.state(), State::Closed, "{:?}", b.metrics());
+            });
+        }
+    }
+}

@@ -57,8 +57,11 @@ pub struct CircuitBreakerConfig {
     pub open_duration: OpenDuration,
     /// How half-open probes are admitted and judged.
     pub half_open: HalfOpenPolicy,
-    /// An unsettled half-open state returns to open after this long, so a
-    /// probe that never finishes cannot pin the breaker (seed 001 §2.2.4).
+    /// An unsettled half-open round returns to open after this long, so a
+    /// probe that never finishes cannot pin the breaker. Checked on every
+    /// call in half-open, free probe slots or not. Under the `ramp` policy
+    /// it bounds each step (a ramp of several steps is meant to take longer
+    /// than one round), and `step_duration` must be shorter than it.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
     pub max_half_open_duration: Option<Duration>,
     /// Expected call rate, used only to warn when a time window can never
@@ -370,6 +373,22 @@ impl CircuitBreakerConfig {
                 Duration::from_nanos(1),
                 MAX_OPEN_DURATION,
             )?;
+            // `max_half_open_duration` bounds each step of a ramp (a ramp of
+            // several steps is meant to take longer than one round), so a
+            // step must be able to end, and be judged, before the limit.
+            if let HalfOpenPolicy::Ramp { step_duration, .. } = &self.half_open
+                && *step_duration >= d
+            {
+                return Err(ConfigError::new(
+                    "half_open.step_duration",
+                    format!(
+                        "must be shorter than max_half_open_duration ({}), got {}: a step is \
+                         judged only when it ends, so it would always time out",
+                        humantime::format_duration(d),
+                        humantime::format_duration(*step_duration)
+                    ),
+                ));
+            }
         }
         if let Some(rps) = self.expected_calls_per_second
             && !(rps > 0.0 && rps.is_finite())

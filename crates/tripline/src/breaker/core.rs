@@ -26,8 +26,8 @@ use super::baseline::Baseline;
 use super::config::CircuitBreakerConfig;
 use super::counters::Counters;
 use super::event::EventHub;
-use super::half_open::HalfOpenRound;
 use super::half_open::ramp::RampRound;
+use super::half_open::{HalfOpenRound, SlowProbes};
 use super::state::{State, Word};
 use super::stripe::Padded;
 use super::window::{Window, WindowChain, WindowSnapshot};
@@ -36,7 +36,7 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use settings::{Settings, SettingsCell};
 
 pub use reconfig::Snapshot;
-pub(crate) use transition::OpenUntil;
+pub(crate) use transition::{Entry, OpenUntil};
 
 /// How a permit was admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,10 +66,15 @@ struct HotWords {
     /// Transitions so far; written only by a transition's winner, so it
     /// costs the calls nothing here and keeps a stripe slot free.
     transitions: AtomicU64,
-    /// The trip thresholds when nothing varies them with time
-    /// ([`Settings::packed_plain_rule`]), 0 otherwise: a failure's trip
-    /// evaluation then reads one word here instead of loading the settings.
+    /// `1 << 63 | minimum_calls` when nothing varies the trip thresholds
+    /// with time ([`Settings::plain_rule`]), 0 otherwise: a failure's trip
+    /// evaluation then reads three words here instead of loading the
+    /// settings.
     plain_rule: AtomicU64,
+    /// The failure-rate threshold of the plain rule, as `f64` bits.
+    plain_failure_rate: AtomicU64,
+    /// The slow-call-rate threshold of the plain rule, as `f64` bits.
+    plain_slow_rate: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -80,6 +85,7 @@ pub(crate) struct Inner {
     settings: SettingsCell,
     half_open: HalfOpenRound,
     ramp: RampRound,
+    probe_slow: SlowProbes,
     /// Written only by the busy holder of a transition.
     entered_at: AtomicU64,
     open_until: AtomicU64,
@@ -124,12 +130,15 @@ impl Inner {
                 window_depth: AtomicU64::new(0),
                 transitions: AtomicU64::new(0),
                 plain_rule: AtomicU64::new(0),
+                plain_failure_rate: AtomicU64::new(0),
+                plain_slow_rate: AtomicU64::new(0),
             }),
             windows: WindowChain::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
             clock,
             half_open: HalfOpenRound::new(),
             ramp: RampRound::new(),
+            probe_slow: SlowProbes::new(),
             entered_at: AtomicU64::new(now),
             open_until: AtomicU64::new(0),
             open_round: AtomicU64::new(0),
@@ -178,8 +187,16 @@ impl Inner {
     /// after construction and after every reconfiguration.
     fn apply_settings_words(&self) {
         self.apply_slow_threshold();
-        let rule = self.settings.with(Settings::packed_plain_rule);
-        self.hot.plain_rule.store(rule, Ordering::Relaxed);
+        let rule = self.settings.with(Settings::plain_rule);
+        // The rates first, the word that enables them last: an evaluation
+        // that sees the word sees rates of this config or a later one.
+        self.hot
+            .plain_failure_rate
+            .store(rule.failure_rate.to_bits(), Ordering::Relaxed);
+        self.hot
+            .plain_slow_rate
+            .store(rule.slow_rate.to_bits(), Ordering::Relaxed);
+        self.hot.plain_rule.store(rule.word, Ordering::Release);
     }
 
     /// Sets the slow-call threshold from the config: fixed, the learned
@@ -279,6 +296,17 @@ impl Inner {
         let w = self.word();
         w.is_open_idle()
             .then(|| Timestamp::from_nanos(self.open_until.load(Ordering::Acquire)))
+    }
+
+    /// Whether `w` is an open state whose next call would enter half-open:
+    /// its deadline has passed and no health check holds business probes.
+    pub(crate) fn probe_due(&self, w: Word) -> bool {
+        if !w.is_open_idle() {
+            return false;
+        }
+        let now = self.clock.now().as_nanos();
+        now >= self.open_until.load(Ordering::Acquire)
+            && now >= self.health_gate.load(Ordering::Acquire)
     }
 
     pub(crate) fn entered_at(&self) -> Timestamp {

@@ -35,6 +35,10 @@ pub enum Reason {
     OpenDurationElapsed,
     /// A half-open probe round failed.
     ProbeFailed,
+    /// A half-open probe round failed because a probe succeeded, but more
+    /// slowly than half-open tolerates (`slow_call_duration` ×
+    /// `slow_probe_factor`): the dependency answers, but is not yet healthy.
+    ProbeSlow,
     /// A half-open probe round succeeded.
     ProbesSucceeded,
     /// The half-open state outlived `max_half_open_duration`.
@@ -56,6 +60,7 @@ impl Reason {
             Reason::SlowCallRate => "slow_call_rate",
             Reason::OpenDurationElapsed => "open_duration_elapsed",
             Reason::ProbeFailed => "probe_failed",
+            Reason::ProbeSlow => "probe_slow",
             Reason::ProbesSucceeded => "probes_succeeded",
             Reason::HalfOpenTimeout => "half_open_timeout",
             Reason::Forced => "forced",
@@ -134,6 +139,21 @@ pub enum EventKind {
         window: WindowSnapshot,
         /// Thresholds in force.
         thresholds: Thresholds,
+    },
+    /// An operator (or a server's `Retry-After`) moved the deadline of an
+    /// open breaker: not a transition, so the generation is kept and calls
+    /// in flight stay current.
+    OpenDeadlineChanged {
+        /// The deadline before.
+        previous: Timestamp,
+        /// The deadline now.
+        until: Timestamp,
+    },
+    /// An operator reset a closed breaker: the sample was discarded, the
+    /// state and its generation kept.
+    WindowReset {
+        /// The sample that was discarded.
+        window: WindowSnapshot,
     },
     /// The breaker was reconfigured; its state was kept.
     ConfigChanged {
@@ -339,6 +359,21 @@ fn trace(event: &Event) {
             version,
             warnings = ?warnings,
             "circuit breaker reconfigured"
+        ),
+        EventKind::OpenDeadlineChanged { previous, until } => tracing::info!(
+            target: "tripline::breaker",
+            breaker = %event.breaker,
+            previous = ?previous,
+            until = ?until,
+            "circuit breaker open deadline changed"
+        ),
+        EventKind::WindowReset { window } => tracing::info!(
+            target: "tripline::breaker",
+            breaker = %event.breaker,
+            calls = window.calls,
+            failures = window.failures,
+            slow = window.slow,
+            "circuit breaker window reset"
         ),
         EventKind::WouldTrip { reason, window, .. } => tracing::warn!(
             target: "tripline::breaker",

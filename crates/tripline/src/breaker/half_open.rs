@@ -1,10 +1,22 @@
-//! Half-open probe admission and judgement (seed 001 §2.2.3, §2.2.4, §4.1).
+//! Half-open probe admission and judgement.
 //!
-//! One word holds the round: `tag:16 | in_flight:16 | successes:16 |
-//! failures:16`, where `tag` is the low 16 bits of the half-open state's
-//! generation. A word carrying another tag belongs to an earlier round and
-//! reads as empty, so entering half-open needs no reset, and a permit from
-//! an earlier round can never settle a later one.
+//! One word holds the round: `tag:22 | in_flight:14 | successes:14 |
+//! failures:14` (probe quotas are at most [`HalfOpenPolicy::MAX_PROBES`],
+//! below 2¹⁴), where `tag` is the low 22 bits of the half-open state's
+//! generation. A round is told apart from every other by its full
+//! generation, not by the tag alone:
+//!
+//! * the transition into half-open writes an empty word with its tag while
+//!   it holds the state word busy, so a round never starts with another
+//!   round's probes in it, however many transitions came between;
+//! * a probe settles into the round only while the state word still carries
+//!   the probe's full generation (see `settle_probe`), so a permit kept
+//!   across any number of later rounds is late, never a member of them.
+//!
+//! The tag is then only a guard against a settlement that read the state
+//! word just before its round ended and the new round's word just after:
+//! for it to hit a later round, 2²² transitions would have to happen
+//! between two adjacent instructions of one thread.
 //!
 //! Every admission is a CAS that checks the quota, and every permit settles
 //! exactly once (a recorded outcome, or a neutral release when it is dropped
@@ -23,6 +35,9 @@ use crate::sync::{AtomicU64, Ordering};
 pub(crate) enum Verdict {
     Success,
     Failure,
+    /// Succeeded, but slower than half-open tolerates: judged as a failure,
+    /// reported as slow.
+    Slow,
     /// Cancelled, dropped or ignored: no evidence either way.
     Neutral,
 }
@@ -42,27 +57,36 @@ pub(crate) struct Round {
     pub(crate) failures: u64,
 }
 
-const MASK: u64 = 0xFFFF;
+/// Width of each count in the round word.
+const FIELD_BITS: u32 = 14;
+const MASK: u64 = (1 << FIELD_BITS) - 1;
+const TAG_SHIFT: u32 = 3 * FIELD_BITS;
+const TAG_MASK: u64 = (1 << (64 - TAG_SHIFT)) - 1;
+
+const _: () = assert!(HalfOpenPolicy::MAX_PROBES as u64 <= MASK);
 
 impl Round {
     fn decode(word: u64, tag: u64) -> Round {
-        if word >> 48 != tag {
+        if word >> TAG_SHIFT != tag {
             return Round::default();
         }
         Round {
-            in_flight: (word >> 32) & MASK,
-            successes: (word >> 16) & MASK,
+            in_flight: (word >> (2 * FIELD_BITS)) & MASK,
+            successes: (word >> FIELD_BITS) & MASK,
             failures: word & MASK,
         }
     }
 
     fn encode(self, tag: u64) -> u64 {
-        (tag << 48) | (self.in_flight << 32) | (self.successes << 16) | self.failures
+        (tag << TAG_SHIFT)
+            | (self.in_flight.min(MASK) << (2 * FIELD_BITS))
+            | (self.successes.min(MASK) << FIELD_BITS)
+            | self.failures.min(MASK)
     }
 }
 
 /// The rules of a half-open policy, precomputed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Rules {
     /// A quota of probes per round.
     Quota(QuotaRules),
@@ -111,7 +135,12 @@ pub(crate) enum QuotaRules {
 }
 
 impl QuotaRules {
+    /// Whether the round admits another probe: never once it has decided
+    /// (a decision parked by `min_state_duration` must not keep probing).
     fn admits(self, r: Round) -> bool {
+        if self.decide(r) != Decision::Undecided {
+            return false;
+        }
         match self {
             QuotaRules::Consecutive { successes } => r.in_flight == 0 && r.successes < successes,
             QuotaRules::Permits { calls, .. } => r.in_flight + r.successes + r.failures < calls,
@@ -142,11 +171,21 @@ impl QuotaRules {
     }
 }
 
-/// The smallest failure count `f` out of `calls` with `f / calls ≥ rate`,
-/// in exact integer arithmetic (parts per million), so that "exactly the
-/// threshold" behaves the same for every rate.
+/// The smallest failure count `f` out of `calls` with
+/// `f as f64 / calls as f64 >= rate`: exactly the comparison the closed
+/// state makes, so a threshold of `2.0 / 3.0` reopens on 2 failures in 3.
+/// `rate · calls` rounded up is at most one off in floating point; the two
+/// loops settle it on the predicate itself.
 pub(crate) fn failures_to_reach(rate: f64, calls: u64) -> u64 {
-    (super::core::settings::ppm(rate) * calls).div_ceil(1_000_000)
+    let reaches = |f: u64| super::core::settings::reaches(f, calls, rate);
+    let mut f = ((rate * calls as f64).ceil().max(0.0) as u64).min(calls);
+    while f > 0 && reaches(f - 1) {
+        f -= 1;
+    }
+    while f < calls && !reaches(f) {
+        f += 1;
+    }
+    f
 }
 
 pub(crate) struct HalfOpenRound {
@@ -161,7 +200,16 @@ impl HalfOpenRound {
     }
 
     fn tag(generation: u64) -> u64 {
-        generation & MASK
+        generation & TAG_MASK
+    }
+
+    /// Starts the round of `generation` empty; called by the transition
+    /// into half-open while it holds the state word busy.
+    pub(crate) fn begin(&self, generation: u64) {
+        self.word.store(
+            Round::default().encode(Self::tag(generation)),
+            Ordering::Release,
+        );
     }
 
     /// Takes a probe slot in the round of `generation`, if the quota allows.
@@ -192,7 +240,7 @@ impl HalfOpenRound {
         let tag = Self::tag(generation);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
-            if word >> 48 != tag {
+            if word >> TAG_SHIFT != tag {
                 return Decision::Undecided;
             }
             let mut r = Round::decode(word, tag);
@@ -203,7 +251,7 @@ impl HalfOpenRound {
             r.in_flight -= 1;
             match verdict {
                 Verdict::Success => r.successes += 1,
-                Verdict::Failure => r.failures += 1,
+                Verdict::Failure | Verdict::Slow => r.failures += 1,
                 Verdict::Neutral => {}
             }
             match self.word.compare_exchange_weak(
@@ -229,6 +277,66 @@ impl HalfOpenRound {
     /// The round of `generation` as it stands.
     pub(crate) fn round(&self, generation: u64) -> Round {
         Round::decode(self.word.load(Ordering::Acquire), Self::tag(generation))
+    }
+}
+
+/// How many probes of the current round (or ramp step) succeeded too
+/// slowly: judged as failures, reported as slow. Only events read it, so
+/// it lives apart from the round word, whose bits all count admissions.
+/// Layout: `generation:40 | step:8 | count:16`; a word of another round or
+/// step reads as zero.
+pub(crate) struct SlowProbes {
+    word: AtomicU64,
+}
+
+const SLOW_GEN_SHIFT: u32 = 24;
+const SLOW_STEP_SHIFT: u32 = 16;
+
+impl SlowProbes {
+    pub(crate) fn new() -> Self {
+        SlowProbes {
+            word: AtomicU64::new(0),
+        }
+    }
+
+    fn key(generation: u64, step: u64) -> u64 {
+        ((generation & ((1 << 40) - 1)) << SLOW_GEN_SHIFT) | ((step & 0xFF) << SLOW_STEP_SHIFT)
+    }
+
+    /// Starts the count of the round of `generation` at zero.
+    pub(crate) fn begin(&self, generation: u64) {
+        self.word.store(Self::key(generation, 0), Ordering::Release);
+    }
+
+    /// Counts one slow probe of `generation` in its `step`.
+    pub(crate) fn add(&self, generation: u64, step: u64) {
+        let key = Self::key(generation, step);
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            let count = if word & !0xFFFF == key {
+                word & 0xFFFF
+            } else {
+                0
+            };
+            let next = key | (count + 1).min(0xFFFF);
+            match self
+                .word
+                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(v) => word = v,
+            }
+        }
+    }
+
+    /// Slow probes of `generation` in its `step`.
+    pub(crate) fn count(&self, generation: u64, step: u64) -> u64 {
+        let word = self.word.load(Ordering::Acquire);
+        if word & !0xFFFF == Self::key(generation, step) {
+            word & 0xFFFF
+        } else {
+            0
+        }
     }
 }
 

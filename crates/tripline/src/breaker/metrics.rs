@@ -54,6 +54,11 @@ pub struct Metrics {
     pub state_since: Timestamp,
     /// When an `Open` state ends.
     pub open_until: Option<Timestamp>,
+    /// The breaker is `Open`, its open duration has passed, and the next
+    /// call will probe. An open breaker moves to `HalfOpen` lazily, on that
+    /// call, so `state` says `Open` until traffic arrives; a dashboard or
+    /// exporter shows this as "probe due" rather than as rejecting.
+    pub probe_due: bool,
     /// Consecutive failed probe rounds (the backoff step).
     pub backoff_round: u64,
     /// The live window.
@@ -85,6 +90,7 @@ pub(crate) fn collect(inner: &Inner) -> Metrics {
         generation: w.generation(),
         state_since: inner.entered_at(),
         open_until: inner.open_until(),
+        probe_due: inner.probe_due(w),
         backoff_round: inner.open_round(),
         window: inner.window_snapshot(),
         calls: CallCounts {

@@ -23,7 +23,7 @@ use std::fmt;
 ///
 /// `Closed`, `Open` and `HalfOpen` move on their own; the operator states
 /// `ForcedOpen`, `Disabled` and `MetricsOnly` never do, and are left only by
-/// an explicit operation (seed 001 §2.1.2).
+/// an explicit operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -146,6 +146,12 @@ impl Word {
     /// generation, busy.
     pub(crate) const fn begin(self, to: State) -> Word {
         Word(((self.generation() + 1) << GEN_SHIFT) | BUSY | to as u64)
+    }
+
+    /// The same state and generation, busy: held while a change that is not
+    /// a transition (an open deadline moved) publishes its data.
+    pub(crate) const fn held(self) -> Word {
+        Word(self.0 | BUSY)
     }
 
     /// The same word with busy cleared.

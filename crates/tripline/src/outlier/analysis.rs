@@ -136,8 +136,13 @@ fn failure_percentage(
         }
     }
     if c.len() >= fp.minimum_hosts as usize {
-        let threshold = f64::from(fp.threshold_percent);
-        c.retain(|x| x.0 >= threshold);
+        // Exactly `failures / requests ≥ threshold%`, in integers: the
+        // percentage in `c` is for the event, not for the decision.
+        let threshold = u128::from(fp.threshold_percent);
+        c.retain(|x| {
+            let n = &counts[x.1];
+            100 * u128::from(n[f].min(n[t])) >= threshold * u128::from(n[t])
+        });
         c.sort_by(|a, b| b.0.total_cmp(&a.0));
         for &(failure_percent, i, requests) in &c {
             let stats = DetectorStats::FailurePercentage {

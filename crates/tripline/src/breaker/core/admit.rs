@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
+use super::super::event::Reason;
 use super::super::half_open::ramp::RampAdmission;
 use super::super::half_open::{Decision, Rules};
 use super::super::permit::Rejected;
 use super::super::state::{State, Word};
-use super::{Admission, Inner, OpenUntil};
-use crate::clock::{Clock, Timestamp};
+use super::{Admission, Entry, Inner, OpenUntil};
+use crate::clock::{Clock, Timestamp, duration_to_nanos};
 use crate::sync::Ordering;
 
 /// What half-open admission decided.
@@ -15,6 +16,9 @@ enum Probe {
     Admitted,
     Refused,
     Decided(Decision),
+    /// The round (or the ramp's current step) outlived
+    /// `max_half_open_duration`.
+    TimedOut,
 }
 
 impl Inner {
@@ -60,8 +64,10 @@ impl Inner {
                         // A health check runs first; business traffic waits.
                         return Err(self.reject(State::Open, Some(gate - now)));
                     }
-                    if let Some(generation) = self.enter_half_open(w, now) {
-                        return Ok((Admission::Probe, generation));
+                    match self.enter_half_open(w, now) {
+                        Entry::Admitted(generation) => return Ok((Admission::Probe, generation)),
+                        Entry::Reconfiguring => return Err(self.reject(State::Open, None)),
+                        Entry::Entered | Entry::Lost => {}
                     }
                 }
                 State::HalfOpen => {
@@ -70,25 +76,29 @@ impl Inner {
                         w = self.word();
                         continue;
                     }
+                    if self.is_parked(w) {
+                        // The round has decided and waits for
+                        // `min_state_duration`: it admits no more probes.
+                        return Err(self.reject(State::HalfOpen, None));
+                    }
                     match self.admit_probe(generation, now) {
                         Probe::Admitted => return Ok((Admission::Probe, generation)),
                         Probe::Decided(d) => {
-                            self.decide_round(w, d, now);
+                            self.decide_round(w, d, Reason::ProbeFailed, now);
                             let next = self.word();
                             if next == w {
-                                // The decision waits for `min_state_duration`
-                                // (parked); the round admits no more probes
-                                // meanwhile, and asking again would decide the
-                                // same thing forever.
+                                // Parked, or another thread is applying it.
                                 return Err(self.reject(State::HalfOpen, None));
                             }
                             w = next;
                             continue;
                         }
-                        Probe::Refused => {
-                            self.check_half_open_timeout(w, now);
-                            return Err(self.reject(State::HalfOpen, None));
+                        Probe::TimedOut => {
+                            self.time_out_half_open(w, now);
+                            w = self.word();
+                            continue;
                         }
+                        Probe::Refused => return Err(self.reject(State::HalfOpen, None)),
                     }
                 }
             }
@@ -96,20 +106,32 @@ impl Inner {
         }
     }
 
+    /// Admits a probe into the round of `generation`, unless the round (for
+    /// a quota policy) or its current step (for a ramp, whose steps together
+    /// are meant to outlast the limit) has run for `max_half_open_duration`:
+    /// checked on every admission, so neither a probe that never finishes
+    /// nor a round with free slots can keep an expired round alive.
     fn admit_probe(&self, generation: u64, now: Timestamp) -> Probe {
-        self.settings.with(|s| match &s.rules {
-            Rules::Quota(q) => {
-                if self.half_open.try_admit(*q, generation) {
-                    Probe::Admitted
-                } else {
-                    Probe::Refused
+        self.settings.with(|s| {
+            let max = s.config.max_half_open_duration.map(duration_to_nanos);
+            match &s.rules {
+                Rules::Quota(q) => {
+                    let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
+                    if max.is_some_and(|max| age >= max) {
+                        Probe::TimedOut
+                    } else if self.half_open.try_admit(*q, generation) {
+                        Probe::Admitted
+                    } else {
+                        Probe::Refused
+                    }
                 }
+                Rules::Ramp(r) => match self.ramp.try_admit(r, generation, now, max) {
+                    RampAdmission::Admitted => Probe::Admitted,
+                    RampAdmission::NotThisTime => Probe::Refused,
+                    RampAdmission::Decided(d) => Probe::Decided(d),
+                    RampAdmission::TimedOut => Probe::TimedOut,
+                },
             }
-            Rules::Ramp(r) => match self.ramp.try_admit(r, generation, now) {
-                RampAdmission::Admitted => Probe::Admitted,
-                RampAdmission::NotThisTime => Probe::Refused,
-                RampAdmission::Decided(d) => Probe::Decided(d),
-            },
         })
     }
 
@@ -119,20 +141,15 @@ impl Inner {
         Rejected::new(state, retry_after)
     }
 
-    fn check_half_open_timeout(&self, w: Word, now: Timestamp) {
-        let Some(max) = self.settings.with(|s| s.config.max_half_open_duration) else {
-            return;
-        };
-        if now - self.entered_at() >= max {
-            let snap = self.round_snapshot(w.generation());
-            self.transition_to_open(
-                w,
-                State::Open,
-                super::super::Reason::HalfOpenTimeout,
-                snap,
-                OpenUntil::Scheduled,
-                now,
-            );
-        }
+    fn time_out_half_open(&self, w: Word, now: Timestamp) {
+        let snap = self.round_snapshot(w.generation());
+        self.transition_to_open(
+            w,
+            State::Open,
+            Reason::HalfOpenTimeout,
+            snap,
+            OpenUntil::Scheduled,
+            now,
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Live reconfiguration and state snapshots (seed 001 §7.3.1).
+//! Live reconfiguration and state snapshots.
 //!
 //! A reconfiguration validates first and changes nothing if the config is
 //! refused, so the last good config stays. It swaps the settings pointer,
@@ -13,9 +13,9 @@ use super::super::event::{EventKind, Reason};
 use super::super::state::State;
 use super::super::window::{Window, WindowSnapshot};
 use super::settings::Settings;
-use super::{Inner, OpenUntil};
+use super::{Entry, Inner, OpenUntil};
 use crate::clock::{Clock, Timestamp, duration_until_system_time, system_time_after};
-use crate::sync::{Arc, Ordering, lock};
+use crate::sync::{Arc, Ordering, lock, yield_now};
 
 /// A breaker's state, as data to keep across a process restart.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,17 +99,30 @@ impl Inner {
             ),
         );
         if half_open_changed {
-            // A round under the old policy cannot be judged by the new one:
-            // start a fresh round.
-            let w = self.word();
-            if w.state() == State::HalfOpen {
-                self.enter_half_open_from_half_open(w, now);
-            }
+            self.restart_half_open_round(now);
         }
     }
 
-    fn enter_half_open_from_half_open(&self, w: super::super::state::Word, now: Timestamp) {
-        self.enter_half_open_because(w, now, Reason::Forced, false);
+    /// A round under the old half-open policy cannot be judged by the new
+    /// one: start a fresh round. No call can enter half-open meanwhile (it
+    /// needs the lock the caller holds), so a round that started under the
+    /// old rules is seen here; the only thing to wait for is another
+    /// transition's few stores of its busy section, and giving up instead
+    /// would leave the round under rules it was not started with.
+    fn restart_half_open_round(&self, now: Timestamp) {
+        loop {
+            let w = self.word();
+            if w.is_busy() {
+                yield_now();
+                continue;
+            }
+            if w.state() != State::HalfOpen
+                || self.enter_half_open_serialised(w, now, Reason::Forced, false, None)
+                    != Entry::Lost
+            {
+                return;
+            }
+        }
     }
 
     pub(crate) fn config_version(&self) -> u64 {

@@ -6,7 +6,7 @@ use super::super::event::Reason;
 use super::super::half_open::{Decision, Rules, Verdict};
 use super::super::state::{State, Word};
 use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
-use super::settings::Effective;
+use super::settings::{Effective, reaches};
 use super::{Admission, Inner, NEVER, OpenUntil};
 use crate::classify::Outcome;
 use crate::clock::{Clock, Timestamp};
@@ -17,6 +17,7 @@ pub(crate) const LEARN_BIT: u64 = 1;
 
 const PENDING_CLOSE: u64 = 1;
 const PENDING_REOPEN: u64 = 2;
+const PENDING_REOPEN_SLOW: u64 = 3;
 
 impl Inner {
     /// Records a finished call admitted as `admission` in `generation`.
@@ -52,20 +53,20 @@ impl Inner {
         slow_word: u64,
     ) {
         // Half-open relaxes the slow threshold by `slow_probe_factor`: a
-        // recovering dependency is often slow before it is fast again
-        // (seed 001 §4.3.1), but a probe far slower than that is a failure.
+        // recovering dependency is often slow before it is fast again, but a
+        // probe far slower than that fails the round (reported as slow).
         let slow_probe = slow_word != NEVER
             && (elapsed_nanos as f64)
                 >= (slow_word & !LEARN_BIT) as f64
                     * self.with_settings(|s| s.config.slow_probe_factor);
-        let outcome = match outcome {
-            Outcome::Success if slow_probe && admission == Admission::Probe => Outcome::Failure,
-            other => other,
-        };
         let verdict = match outcome {
             Outcome::Ignored => {
                 self.counters.add(Counter::Ignored, 1);
                 Verdict::Neutral
+            }
+            Outcome::Success if slow_probe && admission == Admission::Probe => {
+                self.counters.add(Counter::ProbeFailure, 1);
+                Verdict::Slow
             }
             Outcome::Success => {
                 self.counters.add(Counter::ProbeSuccess, 1);
@@ -142,8 +143,9 @@ impl Inner {
         let snap = self.window().snapshot(now);
         let eff = self.effective(now);
         // Healthy: both rates below half their thresholds.
-        let healthy = snap.failures * 2_000_000 < eff.failure_ppm * snap.calls.max(1)
-            && snap.slow * 2_000_000 < eff.slow_ppm * snap.calls.max(1);
+        let calls = snap.calls.max(1);
+        let healthy = !reaches(snap.failures, calls, eff.failure_rate / 2.0)
+            && !reaches(snap.slow, calls, eff.slow_rate / 2.0);
         let Some(config) = self.with_settings(|s| s.config.slow_call) else {
             return;
         };
@@ -163,9 +165,15 @@ impl Inner {
     /// nanoseconds, from one load of the settings (a load costs about as
     /// much as the rest of an evaluation).
     fn effective_and_min_state(&self, now: Timestamp) -> (Effective, u64) {
-        let plain = self.hot.plain_rule.load(Ordering::Relaxed);
+        let plain = self.hot.plain_rule.load(Ordering::Acquire);
         if plain != 0 {
-            return (Effective::unpack_plain(plain), 0);
+            let rate = |w: &crate::sync::AtomicU64| f64::from_bits(w.load(Ordering::Relaxed));
+            let eff = Effective::from_plain(
+                plain,
+                rate(&self.hot.plain_failure_rate),
+                rate(&self.hot.plain_slow_rate),
+            );
+            return (eff, 0);
         }
         let recovered = self.recovered_at.load(Ordering::Relaxed);
         let warm = self.warm_start.load(Ordering::Relaxed);
@@ -180,7 +188,7 @@ impl Inner {
     }
 
     /// The trip decision: `calls ≥ minimum_calls` and either rate at or
-    /// above its threshold, in exact integer arithmetic; suppressed during
+    /// above its threshold, compared exactly as the user's floats mean; suppressed during
     /// a `no_trip` warm-up and before `min_state_duration` has passed.
     #[cold]
     fn evaluate(&self, w: Word, now: Timestamp) {
@@ -213,27 +221,59 @@ impl Inner {
         }
     }
 
+    /// Settles a probe of the round of `generation`. Only a probe of the
+    /// round in progress settles into it: once the state word carries
+    /// another generation the round is over, and its probes are late
+    /// however many rounds later they finish (the next round starts from an
+    /// empty word, see `HalfOpenRound`).
     pub(crate) fn settle_probe(&self, generation: u64, verdict: Verdict) {
+        let w = self.word();
+        if w.generation() != generation || w.state() != State::HalfOpen {
+            return;
+        }
         let decision = self.settings.with(|s| match &s.rules {
-            Rules::Quota(q) => self.half_open.settle(*q, generation, verdict),
-            Rules::Ramp(r) => self.ramp.settle(r, generation, verdict),
+            Rules::Quota(q) => {
+                if verdict == Verdict::Slow {
+                    self.probe_slow.add(generation, 0);
+                }
+                self.half_open.settle(*q, generation, verdict)
+            }
+            Rules::Ramp(r) => {
+                if verdict == Verdict::Slow {
+                    self.probe_slow
+                        .add(generation, self.ramp.step(generation).index);
+                }
+                self.ramp.settle(r, generation, verdict)
+            }
         });
         if decision == Decision::Undecided {
             return;
         }
         let w = self.word();
         if w.state() == State::HalfOpen && w.generation() == generation && !w.is_busy() {
-            self.decide_round(w, decision, self.clock.now());
+            let reason = if verdict == Verdict::Slow {
+                Reason::ProbeSlow
+            } else {
+                Reason::ProbeFailed
+            };
+            self.decide_round(w, decision, reason, self.clock.now());
         }
     }
 
-    /// Applies a half-open round's decision, or parks it until
-    /// `min_state_duration` has passed.
-    pub(crate) fn decide_round(&self, w: Word, decision: Decision, now: Timestamp) {
+    /// Applies a half-open round's decision (`reopen_reason` says why, if
+    /// it reopens), or parks it until `min_state_duration` has passed.
+    pub(crate) fn decide_round(
+        &self,
+        w: Word,
+        decision: Decision,
+        reopen_reason: Reason,
+        now: Timestamp,
+    ) {
         let min_state = self.with_settings(|s| s.min_state_nanos());
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
-            let code = match decision {
-                Decision::Close => PENDING_CLOSE,
+            let code = match (decision, reopen_reason) {
+                (Decision::Close, _) => PENDING_CLOSE,
+                (_, Reason::ProbeSlow) => PENDING_REOPEN_SLOW,
                 _ => PENDING_REOPEN,
             };
             self.pending
@@ -249,7 +289,7 @@ impl Inner {
                 self.transition_to_open(
                     w,
                     State::Open,
-                    Reason::ProbeFailed,
+                    reopen_reason,
                     snap,
                     OpenUntil::Scheduled,
                     now,
@@ -257,6 +297,13 @@ impl Inner {
             }
             Decision::Undecided => {}
         }
+    }
+
+    /// Whether the half-open round of `w` has decided and waits for
+    /// `min_state_duration`.
+    pub(crate) fn is_parked(&self, w: Word) -> bool {
+        let p = self.pending.load(Ordering::Acquire);
+        p != 0 && p >> 2 == w.generation()
     }
 
     /// Applies a parked decision of this half-open round once its time has
@@ -270,31 +317,35 @@ impl Inner {
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
             return false;
         }
-        let decision = if p & 3 == PENDING_CLOSE {
-            Decision::Close
-        } else {
-            Decision::Reopen
+        let (decision, reason) = match p & 3 {
+            PENDING_CLOSE => (Decision::Close, Reason::ProbesSucceeded),
+            PENDING_REOPEN_SLOW => (Decision::Reopen, Reason::ProbeSlow),
+            _ => (Decision::Reopen, Reason::ProbeFailed),
         };
-        self.decide_round(w, decision, now);
+        self.decide_round(w, decision, reason, now);
         true
     }
 
     /// The probe round as a window snapshot, for events.
+    /// Probes that succeeded too slowly count among the round's failures
+    /// for its decision; here they are reported as slow, not failed.
     pub(crate) fn round_snapshot(&self, generation: u64) -> WindowSnapshot {
-        let (successes, failures) = self.settings.with(|s| match &s.rules {
+        let (successes, failures, step) = self.settings.with(|s| match &s.rules {
             Rules::Quota(_) => {
                 let r = self.half_open.round(generation);
-                (r.successes, r.failures)
+                (r.successes, r.failures, 0)
             }
             Rules::Ramp(_) => {
                 let step = self.ramp.step(generation);
-                (step.successes, step.failures)
+                (step.successes, step.failures, step.index)
             }
         });
+        let slow = self.probe_slow.count(generation, step).min(failures);
         WindowSnapshot {
             calls: successes + failures,
-            failures,
-            ..WindowSnapshot::default()
+            failures: failures - slow,
+            slow,
+            slow_failures: 0,
         }
     }
 }
@@ -304,9 +355,9 @@ pub(crate) fn trip_reason(snap: &WindowSnapshot, eff: &Effective, slow_on: bool)
     if snap.calls == 0 || snap.calls < eff.minimum_calls {
         return None;
     }
-    if snap.failures * 1_000_000 >= eff.failure_ppm * snap.calls {
+    if reaches(snap.failures, snap.calls, eff.failure_rate) {
         Some(Reason::FailureRate)
-    } else if slow_on && snap.slow * 1_000_000 >= eff.slow_ppm * snap.calls {
+    } else if slow_on && reaches(snap.slow, snap.calls, eff.slow_rate) {
         Some(Reason::SlowCallRate)
     } else {
         None

@@ -22,33 +22,46 @@ pub(crate) struct Settings {
     pub(crate) rules: Rules,
 }
 
-/// A validated rate (0 to 1) in parts per million, rounded to nearest.
-/// Adding ½ and truncating is `round()` for non-negative values, without
-/// the library call `f64::round` compiles to (two per trip evaluation).
+/// Whether `count` out of `calls` reaches `rate`: exactly
+/// `count as f64 / calls as f64 >= rate`, the comparison the user's float
+/// threshold means. Every rate decision of the breaker goes through here,
+/// so none rounds a threshold (a fixed-point threshold turns `2.0 / 3.0`
+/// into 0.666667, and 2 failures in 3 would not trip). Counts are exact
+/// in `f64` up to 2⁵³, and IEEE division is correctly rounded, so the
+/// quotient is the one a user computes.
 #[inline]
-pub(crate) fn ppm(rate: f64) -> u64 {
-    (rate * 1e6 + 0.5) as u64
+pub(crate) fn reaches(count: u64, calls: u64, rate: f64) -> bool {
+    count as f64 / calls as f64 >= rate
 }
 
 /// The thresholds in force at one moment (after warm-up and cooldown).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Effective {
     pub(crate) minimum_calls: u64,
-    pub(crate) failure_ppm: u64,
-    pub(crate) slow_ppm: u64,
+    pub(crate) failure_rate: f64,
+    pub(crate) slow_rate: f64,
     /// False during a `no_trip` warm-up.
     pub(crate) may_trip: bool,
 }
 
+/// The thresholds when nothing varies them with time, as the hot words
+/// hold them (see [`Settings::plain_rule`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct PlainRule {
+    /// `1 << 63 | minimum_calls`, or 0 when something varies the thresholds.
+    pub(crate) word: u64,
+    pub(crate) failure_rate: f64,
+    pub(crate) slow_rate: f64,
+}
+
 impl Effective {
-    /// The thresholds of a word made by [`Settings::packed_plain_rule`].
+    /// The thresholds of a plain rule word and its two rates.
     #[inline]
-    pub(crate) fn unpack_plain(word: u64) -> Self {
-        const PPM: u64 = (1 << 20) - 1;
+    pub(crate) fn from_plain(word: u64, failure_rate: f64, slow_rate: f64) -> Self {
         Effective {
-            minimum_calls: (word >> 40) & ((1 << 23) - 1),
-            failure_ppm: word & PPM,
-            slow_ppm: (word >> 20) & PPM,
+            minimum_calls: word & u64::from(u32::MAX),
+            failure_rate,
+            slow_rate,
             may_trip: true,
         }
     }
@@ -63,23 +76,22 @@ impl Settings {
         }
     }
 
-    /// The thresholds packed in one word when nothing varies them with
-    /// time (no warm-up, no cooldown, no `min_state_duration`), so a trip
-    /// evaluation can read them beside the state word instead of loading
-    /// the settings; 0 when something does. Layout: bit 63 set, then
-    /// `minimum_calls` (23 bits), slow and failure rates (20 bits of parts
-    /// per million each).
-    pub(crate) fn packed_plain_rule(&self) -> u64 {
+    /// The thresholds when nothing varies them with time (no warm-up, no
+    /// cooldown, no `min_state_duration`), so a trip evaluation can read
+    /// them from the hot words beside the state word instead of loading
+    /// the settings; a zero word when something does.
+    pub(crate) fn plain_rule(&self) -> PlainRule {
         let c = &self.config;
         let plain = c.warm_up.is_none() && c.cooldown.is_none() && self.min_state_nanos() == 0;
-        let (failure, slow) = (
-            ppm(c.failure_rate_threshold),
-            ppm(c.slow_call_rate_threshold),
-        );
-        if !plain || c.minimum_calls >= 1 << 23 || failure >= 1 << 20 || slow >= 1 << 20 {
-            return 0;
+        PlainRule {
+            word: if plain {
+                1 << 63 | u64::from(c.minimum_calls)
+            } else {
+                0
+            },
+            failure_rate: c.failure_rate_threshold,
+            slow_rate: c.slow_call_rate_threshold,
         }
-        1 << 63 | u64::from(c.minimum_calls) << 40 | slow << 20 | failure
     }
 
     /// `min_state_duration` in nanoseconds, 0 when off.
@@ -98,14 +110,14 @@ impl Settings {
         let c = &self.config;
         let mut e = Effective {
             minimum_calls: u64::from(c.minimum_calls),
-            failure_ppm: ppm(c.failure_rate_threshold),
-            slow_ppm: ppm(c.slow_call_rate_threshold),
+            failure_rate: c.failure_rate_threshold,
+            slow_rate: c.slow_call_rate_threshold,
             may_trip: true,
         };
         if let (Some(cooldown), Some(since)) = (c.cooldown, recovered_at)
             && now.saturating_sub(since) < duration_to_nanos(cooldown.duration)
         {
-            e.failure_ppm = e.failure_ppm.min(ppm(cooldown.failure_rate_threshold));
+            e.failure_rate = e.failure_rate.min(cooldown.failure_rate_threshold);
         }
         if let Some(warm_up) = c.warm_up {
             let length = duration_to_nanos(warm_up.duration);
@@ -116,19 +128,21 @@ impl Settings {
                     WarmUpMode::Relaxed => {
                         // Linear from 100% at the start to the configured
                         // threshold at the end.
-                        let left = (length - elapsed) as u128;
-                        let relax = |t: u64| {
-                            t + ((1_000_000 - t.min(1_000_000)) as u128 * left / length as u128)
-                                as u64
-                        };
-                        e.failure_ppm = relax(e.failure_ppm);
-                        e.slow_ppm = relax(e.slow_ppm);
+                        let left = relaxed_share(length - elapsed, length);
+                        let relax = |t: f64| (t + (1.0 - t) * left).min(1.0);
+                        e.failure_rate = relax(e.failure_rate);
+                        e.slow_rate = relax(e.slow_rate);
                     }
                 }
             }
         }
         e
     }
+}
+
+/// The share of a warm-up still to run, `left / length`, in (0, 1].
+fn relaxed_share(left: u64, length: u64) -> f64 {
+    left as f64 / length as f64
 }
 
 /// Holds the current [`Settings`]; readers never block a reconfiguration
@@ -214,10 +228,10 @@ mod tests {
             }),
             None,
         );
-        assert_eq!(s.effective(0, 0, None).failure_ppm, 1_000_000);
-        assert_eq!(s.effective(50, 0, None).failure_ppm, 750_000);
-        assert_eq!(s.effective(50, 0, None).slow_ppm, 900_000);
-        assert_eq!(s.effective(100, 0, None).failure_ppm, 500_000);
+        assert_eq!(s.effective(0, 0, None).failure_rate, 1.0);
+        assert_eq!(s.effective(50, 0, None).failure_rate, 0.75);
+        assert_eq!(s.effective(50, 0, None).slow_rate, 0.9);
+        assert_eq!(s.effective(100, 0, None).failure_rate, 0.5);
         let no_trip = settings(
             Some(WarmUp {
                 duration: Duration::from_nanos(100),
@@ -230,47 +244,38 @@ mod tests {
     }
 
     #[test]
-    fn plain_thresholds_pack_into_one_word_and_varying_ones_do_not() {
+    fn plain_thresholds_live_in_the_hot_words_and_varying_ones_do_not() {
         let plain = settings(None, None);
-        let word = plain.packed_plain_rule();
-        assert_ne!(word, 0);
-        assert_eq!(Effective::unpack_plain(word), plain.effective(7, 0, None));
+        let rule = plain.plain_rule();
+        assert_ne!(rule.word, 0);
+        assert_eq!(
+            Effective::from_plain(rule.word, rule.failure_rate, rule.slow_rate),
+            plain.effective(7, 0, None)
+        );
         let extremes = Settings::new(
             CircuitBreakerConfig {
-                minimum_calls: (1 << 23) - 1,
-                failure_rate_threshold: 1.0,
-                slow_call_rate_threshold: 1.0,
+                minimum_calls: u32::MAX,
+                failure_rate_threshold: 2.0 / 3.0,
                 ..Default::default()
             },
             0,
         );
-        let e = Effective::unpack_plain(extremes.packed_plain_rule());
+        let r = extremes.plain_rule();
+        let e = Effective::from_plain(r.word, r.failure_rate, r.slow_rate);
         assert_eq!(
-            (e.minimum_calls, e.failure_ppm, e.slow_ppm),
-            ((1 << 23) - 1, 1_000_000, 1_000_000)
-        );
-        let too_many = Settings::new(
-            CircuitBreakerConfig {
-                minimum_calls: 1 << 23,
-                ..Default::default()
-            },
-            0,
-        );
-        assert_eq!(
-            too_many.packed_plain_rule(),
-            0,
-            "falls back to the settings"
+            (e.minimum_calls, e.failure_rate),
+            (u64::from(u32::MAX), 2.0 / 3.0)
         );
         let warm = WarmUp {
             duration: Duration::from_secs(1),
             mode: WarmUpMode::NoTrip,
         };
-        assert_eq!(settings(Some(warm), None).packed_plain_rule(), 0);
+        assert_eq!(settings(Some(warm), None).plain_rule().word, 0);
         let cool = Cooldown {
             duration: Duration::from_secs(1),
             failure_rate_threshold: 0.2,
         };
-        assert_eq!(settings(None, Some(cool)).packed_plain_rule(), 0);
+        assert_eq!(settings(None, Some(cool)).plain_rule().word, 0);
         let held = Settings::new(
             CircuitBreakerConfig {
                 min_state_duration: Some(Duration::from_secs(1)),
@@ -278,7 +283,7 @@ mod tests {
             },
             0,
         );
-        assert_eq!(held.packed_plain_rule(), 0);
+        assert_eq!(held.plain_rule().word, 0);
     }
 
     #[test]
@@ -290,8 +295,8 @@ mod tests {
                 failure_rate_threshold: 0.3,
             }),
         );
-        assert_eq!(s.effective(105, 0, Some(100)).failure_ppm, 300_000);
-        assert_eq!(s.effective(110, 0, Some(100)).failure_ppm, 500_000);
-        assert_eq!(s.effective(105, 0, None).failure_ppm, 500_000);
+        assert_eq!(s.effective(105, 0, Some(100)).failure_rate, 0.3);
+        assert_eq!(s.effective(110, 0, Some(100)).failure_rate, 0.5);
+        assert_eq!(s.effective(105, 0, None).failure_rate, 0.5);
     }
 }

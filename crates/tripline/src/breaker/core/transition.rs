@@ -10,7 +10,21 @@ use super::super::state::{State, Word};
 use super::super::window::WindowSnapshot;
 use super::{Inner, NEVER};
 use crate::clock::{Clock, Timestamp};
-use crate::sync::{Ordering, yield_now};
+use crate::sync::{MutexGuard, Ordering, try_lock, yield_now};
+
+/// What an attempt to enter half-open did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Entered, and the caller holds the round's first probe slot of this
+    /// generation.
+    Admitted(u64),
+    /// Entered without taking a probe slot.
+    Entered,
+    /// Another thread moved the state first.
+    Lost,
+    /// A reconfiguration is in progress; nothing changed.
+    Reconfiguring,
+}
 
 /// Where a transition's open deadline comes from.
 #[derive(Clone, Copy, Debug)]
@@ -43,36 +57,69 @@ impl Inner {
     /// Open → HalfOpen by the first call after the deadline (or a passed
     /// health check); with a quota policy the caller takes the round's first
     /// probe slot before anyone else can.
-    pub(crate) fn enter_half_open(&self, from: Word, now: Timestamp) -> Option<u64> {
+    pub(crate) fn enter_half_open(&self, from: Word, now: Timestamp) -> Entry {
         self.enter_half_open_because(from, now, Reason::OpenDurationElapsed, true)
     }
 
+    /// Enters half-open, serialised with reconfiguration: the round starts
+    /// under the half-open rules in force, and a reconfiguration that
+    /// changes them after this sees the round and restarts it. Without the
+    /// serialisation a round could start under a quota policy just as a
+    /// ramp policy is installed, and no ramp round would ever begin. A call
+    /// never waits for a reconfiguration: it is refused, and the next call
+    /// enters.
     pub(crate) fn enter_half_open_because(
         &self,
         from: Word,
         now: Timestamp,
         reason: Reason,
         take_probe: bool,
-    ) -> Option<u64> {
+    ) -> Entry {
+        let Some(serial) = try_lock(&self.reconfiguring) else {
+            return Entry::Reconfiguring;
+        };
+        self.enter_half_open_serialised(from, now, reason, take_probe, Some(serial))
+    }
+
+    /// Enters half-open for a caller that already excludes reconfiguration
+    /// (`serial`, released before the event is delivered, or `None` when
+    /// the caller is the reconfiguration itself).
+    pub(crate) fn enter_half_open_serialised(
+        &self,
+        from: Word,
+        now: Timestamp,
+        reason: Reason,
+        take_probe: bool,
+        serial: Option<MutexGuard<'_, ()>>,
+    ) -> Entry {
         let to = from.begin(State::HalfOpen);
         if !self.begin(from, to) {
-            return None;
+            return Entry::Lost;
         }
         let seq = self.events.reserve();
         let generation = to.generation();
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
+        self.probe_slow.begin(generation);
         let admitted = self.settings.with(|s| match &s.rules {
-            Rules::Quota(q) => take_probe && self.half_open.try_admit(*q, generation),
+            Rules::Quota(q) => {
+                self.half_open.begin(generation);
+                take_probe && self.half_open.try_admit(*q, generation)
+            }
             Rules::Ramp(r) => {
                 self.ramp.begin(generation, now);
                 take_probe
-                    && self.ramp.try_admit(r, generation, now)
+                    && self.ramp.try_admit(r, generation, now, None)
                         == super::super::half_open::ramp::RampAdmission::Admitted
             }
         });
         self.publish(to);
+        drop(serial);
         self.emit_transition(seq, from, to, reason, WindowSnapshot::default(), None, now);
-        admitted.then_some(generation)
+        if admitted {
+            Entry::Admitted(generation)
+        } else {
+            Entry::Entered
+        }
     }
 
     /// `from` → `Open` or `ForcedOpen`. Returns whether this call made the
@@ -187,7 +234,11 @@ impl Inner {
         self.events.publish(seq, self.event(now, kind));
     }
 
-    /// Applies an operator's state change, whatever the current state.
+    /// Applies an operator's state change, whatever the current state. An
+    /// action that changes nothing emits nothing and keeps the generation,
+    /// so a repeated `force_open` does not make the calls in flight late;
+    /// `open_until` on an open breaker only moves its deadline, and `reset`
+    /// of a closed breaker only discards its sample.
     pub(crate) fn force(&self, to: State, until: Option<Timestamp>) {
         loop {
             let w = self.word();
@@ -196,15 +247,35 @@ impl Inner {
                 continue;
             }
             let now = self.clock.now();
+            if w.state() == to {
+                match (to, until) {
+                    (State::Open, Some(until)) => {
+                        if self.move_open_deadline(w, until, now) {
+                            return;
+                        }
+                        continue;
+                    }
+                    (State::Closed, _) => {
+                        let window = self.window().snapshot(now);
+                        self.window().reset();
+                        let seq = self.events.reserve();
+                        self.events
+                            .publish(seq, self.event(now, EventKind::WindowReset { window }));
+                        return;
+                    }
+                    _ => return,
+                }
+            }
             let snap = self.window().snapshot(now);
             let done = match to {
                 State::Open | State::ForcedOpen => {
                     let until = until.map_or(OpenUntil::Scheduled, OpenUntil::At);
                     self.transition_to_open(w, to, Reason::Forced, snap, until, now)
                 }
-                State::HalfOpen => self
-                    .enter_half_open_because(w, now, Reason::Forced, false)
-                    .is_some(),
+                State::HalfOpen => matches!(
+                    self.enter_half_open_because(w, now, Reason::Forced, false),
+                    Entry::Entered | Entry::Admitted(_)
+                ),
                 State::Closed | State::Disabled | State::MetricsOnly => {
                     self.transition_to_free(w, to, Reason::Forced, snap)
                 }
@@ -215,14 +286,35 @@ impl Inner {
         }
     }
 
+    /// Moves the deadline of the open state `w` to `until`, holding the
+    /// state word busy (same state, same generation) so no call enters
+    /// half-open against a half-written deadline. Returns false if the state
+    /// moved first.
+    fn move_open_deadline(&self, w: Word, until: Timestamp, now: Timestamp) -> bool {
+        if !self.begin(w, w.held()) {
+            return false;
+        }
+        let previous = Timestamp::from_nanos(self.open_until.load(Ordering::Relaxed));
+        self.open_until.store(until.as_nanos(), Ordering::Relaxed);
+        // The event's place in the order is taken while busy, as a
+        // transition's is, so observers see it between the right ones.
+        let seq = (previous != until).then(|| self.events.reserve());
+        self.hot.state.store(w.0, Ordering::Release);
+        if let Some(seq) = seq {
+            let kind = EventKind::OpenDeadlineChanged { previous, until };
+            self.events.publish(seq, self.event(now, kind));
+        }
+        true
+    }
+
     /// The thresholds in force at `now`, for events.
     pub(crate) fn thresholds(&self, now: Timestamp) -> Thresholds {
         let eff = self.effective(now);
         let (version, min_state) = self.settings.with(|s| (s.version, s.min_state_nanos()));
         Thresholds {
             minimum_calls: eff.minimum_calls,
-            failure_rate: eff.failure_ppm as f64 / 1e6,
-            slow_call_rate: eff.slow_ppm as f64 / 1e6,
+            failure_rate: eff.failure_rate,
+            slow_call_rate: eff.slow_rate,
             slow_call_duration: self.slow_call_threshold(),
             trips_allowed: eff.may_trip,
             min_state_duration: (min_state > 0).then(|| Duration::from_nanos(min_state)),

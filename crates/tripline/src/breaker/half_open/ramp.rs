@@ -1,5 +1,5 @@
 //! Ramp-up probing: admit a rising share of traffic, judging each step on
-//! its own sample (seed 001 §2.2.3 "渐进放量", §4.1.1).
+//! its own sample.
 //!
 //! # Admission without locks or randomness
 //!
@@ -29,12 +29,15 @@ use crate::clock::{Timestamp, duration_to_nanos};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Precomputed ramp rules.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RampRules {
-    /// Share of each step in parts per million.
+    /// Share of each step in parts per million: the resolution of the
+    /// admission share, which is a traffic fraction, not a judgement.
     steps_ppm: Vec<u64>,
     step_nanos: u64,
-    fail_ppm: u64,
+    /// A step fails when failures / calls reaches this, compared exactly
+    /// as the closed state compares its rates.
+    fail_rate: f64,
     min_calls: u64,
 }
 
@@ -43,7 +46,7 @@ impl RampRules {
         RampRules {
             steps_ppm: steps.iter().map(|s| (s * 1e6).round() as u64).collect(),
             step_nanos: duration_to_nanos(step).max(1),
-            fail_ppm: (failure_rate * 1e6).round() as u64,
+            fail_rate: failure_rate,
             min_calls: u64::from(min_calls.max(1)),
         }
     }
@@ -61,7 +64,8 @@ impl RampRules {
 
     /// Whether `failures` out of `calls` fails a step.
     fn fails(&self, calls: u64, failures: u64) -> bool {
-        calls >= self.min_calls && failures * 1_000_000 >= self.fail_ppm * calls
+        calls >= self.min_calls
+            && crate::breaker::core::settings::reaches(failures, calls, self.fail_rate)
     }
 }
 
@@ -103,6 +107,9 @@ pub(crate) enum RampAdmission {
     NotThisTime,
     /// The current step is over and judged: apply this decision.
     Decided(Decision),
+    /// The current step has run for `max_half_open_duration` without
+    /// being judged (too few outcomes, or probes that never finish).
+    TimedOut,
 }
 
 /// The state of one ramp round.
@@ -135,12 +142,17 @@ impl RampRound {
             .store(Step::default().encode(tag), Ordering::Release);
     }
 
-    /// Asks for admission at `now` in the round of `generation`.
+    /// Asks for admission at `now` in the round of `generation`. A step
+    /// that is due is judged first, so a step with enough healthy outcomes
+    /// advances even when the next call comes after `max_nanos` (the
+    /// half-open limit, which bounds each step); only a step that cannot be
+    /// judged times out.
     pub(crate) fn try_admit(
         &self,
         rules: &RampRules,
         generation: u64,
         now: Timestamp,
+        max_nanos: Option<u64>,
     ) -> RampAdmission {
         let tag = tag(generation);
         loop {
@@ -183,6 +195,9 @@ impl RampRound {
                 }
                 // Too few outcomes to judge: the step runs on.
             }
+            if max_nanos.is_some_and(|max| now.as_nanos().saturating_sub(started) >= max) {
+                return RampAdmission::TimedOut;
+            }
             let k = self.asks.fetch_add(1, Ordering::AcqRel) & ((1 << STEP_SHIFT) - 1);
             let ppm = rules.share_ppm(step.index);
             let admitted = ((k + 1) * ppm).div_ceil(1_000_000) > (k * ppm).div_ceil(1_000_000);
@@ -208,7 +223,7 @@ impl RampRound {
             let mut next = step;
             match verdict {
                 Verdict::Success => next.successes += 1,
-                _ => next.failures += 1,
+                Verdict::Failure | Verdict::Slow | Verdict::Neutral => next.failures += 1,
             }
             match self.outcomes.compare_exchange_weak(
                 word,
@@ -253,7 +268,7 @@ mod tests {
         let r = RampRound::new();
         r.begin(3, Timestamp::ZERO);
         let admitted = (0..1000)
-            .filter(|_| r.try_admit(&rules(), 3, Timestamp::ZERO) == RampAdmission::Admitted)
+            .filter(|_| r.try_admit(&rules(), 3, Timestamp::ZERO, None) == RampAdmission::Admitted)
             .count();
         assert_eq!(admitted, 100);
     }
@@ -266,20 +281,20 @@ mod tests {
         let at = |s: u64| Timestamp::from_nanos(s * 1_000_000_000);
         assert_eq!(r.settle(&rules, 3, Verdict::Success), Decision::Undecided);
         // One outcome is below minimum_calls_per_step: the step runs on.
-        r.try_admit(&rules, 3, at(1));
+        r.try_admit(&rules, 3, at(1), None);
         assert_eq!(r.step(3).index, 0);
         r.settle(&rules, 3, Verdict::Success);
-        r.try_admit(&rules, 3, at(2));
+        r.try_admit(&rules, 3, at(2), None);
         assert_eq!(r.step(3).index, 1, "advanced");
         r.settle(&rules, 3, Verdict::Success);
         r.settle(&rules, 3, Verdict::Success);
-        r.try_admit(&rules, 3, at(3));
+        r.try_admit(&rules, 3, at(3), None);
         assert_eq!(r.step(3).index, 2);
         r.settle(&rules, 3, Verdict::Success);
         r.settle(&rules, 3, Verdict::Failure);
         assert_eq!(r.settle(&rules, 3, Verdict::Success), Decision::Undecided);
         assert_eq!(
-            r.try_admit(&rules, 3, at(4)),
+            r.try_admit(&rules, 3, at(4), None),
             RampAdmission::Decided(Decision::Close)
         );
     }
