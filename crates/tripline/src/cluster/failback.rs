@@ -30,8 +30,10 @@
 //! * **Restart.** Opening replays the log (entries keep their retry count
 //!   and next due time). A record that is cut short or fails its checksum
 //!   ends the readable prefix: the entries before it are kept, the tail from
-//!   its offset on is moved to `failback.log.corrupt-<offset>` and reported
-//!   ([`OpenReport::corrupt`]), and the log is truncated there. Nothing panics.
+//!   its offset on is moved to a new file `failback.log.corrupt-<offset>`
+//!   (`…corrupt-<offset>.<n>` if that name is taken: quarantined bytes are
+//!   never overwritten) and reported ([`OpenReport::corrupt`]), and the log
+//!   is truncated there. Nothing panics.
 //!
 //! The record format is documented in `failback/record.rs`.
 

@@ -195,8 +195,11 @@ pub struct CorruptTail {
     pub len: u64,
     /// Why reading stopped there (`checksum mismatch`, `truncated record`…).
     pub reason: &'static str,
-    /// Where the tail was moved (`failback.log.corrupt-<offset>`); the log
-    /// itself was truncated at `offset`.
+    /// Where the tail was moved: a new file `failback.log.corrupt-<offset>`,
+    /// or `failback.log.corrupt-<offset>.<n>` (the first free `n` from 1)
+    /// when an earlier corruption at the same offset holds that name —
+    /// quarantined bytes are never overwritten. The log itself was
+    /// truncated at `offset`.
     pub quarantined: PathBuf,
 }
 

@@ -60,7 +60,9 @@ pub(crate) fn io<'a>(
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<(), FailbackError> {
+/// Flushes `dir` itself, so that files created or renamed in it keep their
+/// names after a machine crash.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), FailbackError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io("flush directory", dir))

@@ -2,13 +2,13 @@
 //! corrupt tail aside, and reading the dead letters.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::{CorruptTail, FailbackError};
-use super::queue::{DEAD, LOG, Pending, io};
+use super::queue::{DEAD, LOG, Pending, io, sync_dir};
 use super::record::{self, MAGIC, Record};
 
 /// Applies one replayed record to the index.
@@ -57,10 +57,8 @@ pub(crate) fn quarantine(
     at: usize,
     reason: &'static str,
 ) -> Result<CorruptTail, FailbackError> {
-    let aside = dir.join(format!("{LOG}.corrupt-{at}"));
-    let mut f = File::create(&aside).map_err(io("create", &aside))?;
-    f.write_all(&buf[at..]).map_err(io("write", &aside))?;
-    f.sync_all().map_err(io("flush", &aside))?;
+    // The tail is on disk under its own name before the log loses it.
+    let aside = set_aside(dir, LOG, at, &buf[at..])?;
     let log = OpenOptions::new()
         .write(true)
         .open(path)
@@ -75,6 +73,38 @@ pub(crate) fn quarantine(
         reason,
         quarantined: aside,
     })
+}
+
+/// Writes `bytes`, found unreadable at offset `at` of the file `name`, to
+/// a new file `<name>.corrupt-<at>` in `dir` — or, when that exists (an
+/// earlier corruption at the same offset), `<name>.corrupt-<at>.<n>` with
+/// the first free `n` from 1 — flushed, directory included, and returns
+/// its path. An existing file is never opened for writing (`create_new`),
+/// so quarantined bytes are never overwritten, even by a racing process.
+pub(crate) fn set_aside(
+    dir: &Path,
+    name: &str,
+    at: usize,
+    bytes: &[u8],
+) -> Result<PathBuf, FailbackError> {
+    let mut n = 0u64;
+    let (aside, mut f) = loop {
+        let aside = match n {
+            0 => dir.join(format!("{name}.corrupt-{at}")),
+            n => dir.join(format!("{name}.corrupt-{at}.{n}")),
+        };
+        match OpenOptions::new().write(true).create_new(true).open(&aside) {
+            Ok(f) => break (aside, f),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(io("create", &aside)(e)),
+        }
+    };
+    f.write_all(bytes).map_err(io("write", &aside))?;
+    f.sync_all().map_err(io("flush", &aside))?;
+    // The new name must survive a machine crash too: the caller is about
+    // to cut the bytes out of the original file.
+    sync_dir(dir)?;
+    Ok(aside)
 }
 
 /// Reads the payloads of the dead-letter file in `dir` (for an operator).
