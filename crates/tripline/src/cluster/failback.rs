@@ -30,13 +30,24 @@
 //! * **Restart.** Opening replays the log (entries keep their retry count
 //!   and next due time). A record that is cut short or fails its checksum
 //!   ends the readable prefix: the entries before it are kept, the tail from
-//!   its offset on is moved to `failback.log.corrupt-<offset>` and reported
-//!   ([`OpenReport::corrupt`]), and the log is truncated there. Nothing panics.
+//!   its offset on is moved to a new file `failback.log.corrupt-<offset>`
+//!   (`…corrupt-<offset>.<n>` if that name is taken: quarantined bytes are
+//!   never overwritten) and reported ([`OpenReport::corrupt`]), and the log
+//!   is truncated there. Nothing panics.
+//! * **Dead letters stay readable.** An entry is marked given up only once
+//!   its dead letter is flushed. A dead letter torn by a crash (its entry
+//!   is then still pending, and is given up again) is moved aside on
+//!   opening to `failback.dead.corrupt-<offset>` and reported
+//!   ([`OpenReport::corrupt_dead_letters`]); the dead letters before and
+//!   after it are kept, and new ones are appended to a clean file. A
+//!   `failback.dead` that is not a dead-letter file is refused untouched.
 //!
 //! The record format is documented in `failback/record.rs`.
 
 mod config;
+mod dead;
 mod deliver;
+mod files;
 mod queue;
 mod record;
 mod replay;

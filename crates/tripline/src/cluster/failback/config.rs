@@ -180,7 +180,11 @@ pub enum FailbackError {
     Config(#[from] PolicyConfigError),
 }
 
-/// The corrupt tail found when opening a queue file.
+/// Unreadable bytes found when opening the queue, and where they were moved.
+///
+/// In the log, the corrupt tail: everything from the first unreadable
+/// record on. In the dead-letter file, one unreadable stretch (a dead
+/// letter torn by a crash): from there up to the next readable dead letter.
 ///
 /// ```
 /// use tripline::cluster::CorruptTail;
@@ -189,14 +193,19 @@ pub enum FailbackError {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CorruptTail {
-    /// Where the readable prefix ends: the first bad byte's offset.
+    /// The first unreadable byte's offset in its file (in the log, where
+    /// the readable prefix ends).
     pub offset: u64,
-    /// Bytes from there to the end of the file.
+    /// Bytes moved aside from `offset` on.
     pub len: u64,
     /// Why reading stopped there (`checksum mismatch`, `truncated record`…).
     pub reason: &'static str,
-    /// Where the tail was moved (`failback.log.corrupt-<offset>`); the log
-    /// itself was truncated at `offset`.
+    /// Where the bytes were moved: a new file `<file>.corrupt-<offset>`
+    /// (`failback.log.corrupt-8`, `failback.dead.corrupt-46`), or
+    /// `<file>.corrupt-<offset>.<n>` (the first free `n` from 1) when an
+    /// earlier corruption at the same offset holds that name — quarantined
+    /// bytes are never overwritten. The log itself was truncated at
+    /// `offset`; the dead-letter file was rewritten without the stretch.
     pub quarantined: PathBuf,
 }
 
@@ -205,13 +214,19 @@ pub struct CorruptTail {
 /// ```
 /// let report = tripline::cluster::OpenReport::default();
 /// assert_eq!((report.recovered, report.corrupt), (0, None));
+/// assert!(report.corrupt_dead_letters.is_empty());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Entries pending, replayed from the file.
     pub recovered: usize,
-    /// The corrupt tail, if the file had one.
+    /// The log's corrupt tail, if it had one.
     pub corrupt: Option<CorruptTail>,
+    /// The unreadable stretches of the dead-letter file, in file order:
+    /// dead letters torn by a crash. The dead letters around them were
+    /// kept, so [`Failback::dead_letters`](super::Failback::dead_letters)
+    /// still returns every one that was given up.
+    pub corrupt_dead_letters: Vec<CorruptTail>,
 }
 
 /// Wall-clock time as a [`Clock`]: nanoseconds since the Unix epoch.

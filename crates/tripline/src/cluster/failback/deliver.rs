@@ -8,7 +8,7 @@ use super::record::DoneStatus;
 use super::{
     DELIVERED_FIRST, DELIVERED_LATER, DeliveryReport, Failback, FailbackBuilder, FailbackConfig,
     FailbackError, FailbackStats, GAVE_UP, OpenReport, QUEUED, REFUSED, RETRIES_FAILED, Submitted,
-    replay,
+    dead,
 };
 use crate::clock::{Clock, Timestamp};
 use crate::cluster::balance::NONE_TRIED;
@@ -72,9 +72,12 @@ impl<E> Failback<E> {
         }
     }
 
-    /// The payloads given up so far (the dead-letter file), oldest first.
+    /// The payloads given up so far (the dead-letter file), oldest first,
+    /// for an operator to inspect or replay by hand. Bytes that cannot be
+    /// read (a dead letter torn by a crash since the queue was opened) are
+    /// skipped: the dead letters on both sides of them are returned.
     pub fn dead_letters(&self) -> Result<Vec<Vec<u8>>, FailbackError> {
-        replay::dead_letters(&self.inner.config.dir)
+        dead::read(&self.inner.config.dir)
     }
 
     /// One delivery attempt of `payload` on a selected endpoint.

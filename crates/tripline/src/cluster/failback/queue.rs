@@ -5,7 +5,8 @@
 //! with only the pending entries, to a temporary file that is flushed and
 //! renamed over the log — so it never grows past what is pending plus the
 //! records written since; it is compacted again whenever it exceeds twice
-//! the pending entries' size plus 64 KiB.
+//! the pending entries' size plus 64 KiB. Opening also repairs the
+//! dead-letter file (see `dead.rs`).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::{FailbackError, FsyncPolicy, OpenReport};
+use super::dead;
+use super::files::{io, replace};
 use super::record::{self, DoneStatus, MAGIC, Record};
 use super::replay::{apply, quarantine};
 
@@ -47,23 +50,6 @@ pub(crate) struct Queue {
     fsync: FsyncPolicy,
     poisoned: bool,
     scratch: Vec<u8>,
-}
-
-pub(crate) fn io<'a>(
-    op: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(std::io::Error) -> FailbackError + 'a {
-    move |source| FailbackError::Io {
-        op,
-        path: path.to_owned(),
-        source,
-    }
-}
-
-fn sync_dir(dir: &Path) -> Result<(), FailbackError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("flush directory", dir))
 }
 
 impl Queue {
@@ -106,6 +92,7 @@ impl Queue {
                 }
             }
         }
+        report.corrupt_dead_letters = dead::repair(dir)?;
         let bytes = pending
             .values()
             .map(|p: &Pending| p.payload.len() as u64)
@@ -240,25 +227,7 @@ impl Queue {
 
     /// Appends an entry given up to the dead-letter file, flushed.
     pub(crate) fn bury(&mut self, id: u64, p: &Pending) -> Result<(), FailbackError> {
-        let path = self.dir.join(DEAD);
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io("open dead letters", &path))?;
-        let mut buf = Vec::new();
-        if f.metadata().map_err(io("inspect", &path))?.len() == 0 {
-            buf.extend_from_slice(MAGIC);
-        }
-        let r = Record::Entry {
-            id,
-            accepted_at: p.accepted_at,
-            next_due: p.next_due,
-            payload: &p.payload,
-        };
-        record::encode(&r, &mut buf);
-        f.write_all(&buf).map_err(io("write dead letter", &path))?;
-        f.sync_data().map_err(io("flush dead letter", &path))
+        dead::bury(&self.dir, id, p)
     }
 
     fn live_size(&self) -> u64 {
@@ -295,10 +264,8 @@ impl Queue {
         }
     }
 
-    /// Rewrites the log with only the pending entries (temporary file,
-    /// flushed, renamed over the log, directory flushed).
+    /// Rewrites the log with only the pending entries.
     pub(crate) fn compact(&mut self) -> Result<(), FailbackError> {
-        let tmp = self.dir.join(format!("{LOG}.tmp"));
         let mut buf = MAGIC.to_vec();
         for (&id, p) in &self.pending {
             let r = Record::Entry {
@@ -317,11 +284,7 @@ impl Queue {
                 record::encode(&a, &mut buf);
             }
         }
-        let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
-        f.write_all(&buf).map_err(io("write", &tmp))?;
-        f.sync_all().map_err(io("flush", &tmp))?;
-        fs::rename(&tmp, &self.path).map_err(io("replace", &self.path))?;
-        sync_dir(&self.dir)?;
+        replace(&self.dir, &self.path, &buf)?;
         self.file = OpenOptions::new()
             .append(true)
             .open(&self.path)

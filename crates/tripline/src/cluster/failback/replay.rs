@@ -1,15 +1,15 @@
-//! Reading a queue file back: replaying records into the index, moving a
-//! corrupt tail aside, and reading the dead letters.
+//! Reading the log back: replaying records into the index, and moving a
+//! corrupt tail — or any unreadable bytes — aside.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::config::{CorruptTail, FailbackError};
-use super::queue::{DEAD, LOG, Pending, io};
-use super::record::{self, MAGIC, Record};
+use super::files::{io, set_aside};
+use super::queue::{LOG, Pending};
+use super::record::Record;
 
 /// Applies one replayed record to the index.
 pub(crate) fn apply(pending: &mut BTreeMap<u64, Pending>, next_id: &mut u64, r: Record<'_>) {
@@ -57,10 +57,8 @@ pub(crate) fn quarantine(
     at: usize,
     reason: &'static str,
 ) -> Result<CorruptTail, FailbackError> {
-    let aside = dir.join(format!("{LOG}.corrupt-{at}"));
-    let mut f = File::create(&aside).map_err(io("create", &aside))?;
-    f.write_all(&buf[at..]).map_err(io("write", &aside))?;
-    f.sync_all().map_err(io("flush", &aside))?;
+    // The tail is on disk under its own name before the log loses it.
+    let aside = set_aside(dir, LOG, at, &buf[at..])?;
     let log = OpenOptions::new()
         .write(true)
         .open(path)
@@ -75,26 +73,4 @@ pub(crate) fn quarantine(
         reason,
         quarantined: aside,
     })
-}
-
-/// Reads the payloads of the dead-letter file in `dir` (for an operator).
-pub(crate) fn dead_letters(dir: &Path) -> Result<Vec<Vec<u8>>, FailbackError> {
-    let path = dir.join(DEAD);
-    let buf = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io("read", &path)(e)),
-    };
-    if !buf.starts_with(MAGIC) {
-        return Err(FailbackError::NotAQueue { path });
-    }
-    let mut out = Vec::new();
-    let mut at = MAGIC.len();
-    while let Ok(Some((r, next))) = record::read(&buf, at) {
-        if let Record::Entry { payload, .. } = r {
-            out.push(payload.to_vec());
-        }
-        at = next;
-    }
-    Ok(out)
 }
