@@ -42,6 +42,28 @@ fn threshold() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// `calls` in `1..=max`, `count` in `0..=calls`, and a threshold that is
+/// most often the rate `count / calls` itself written as another fraction
+/// (`2k / 3k` for 2 in 3), or one ulp beside it: the boundary where a
+/// rounded threshold decides wrong.
+fn case(max: u32) -> impl Strategy<Value = (u32, u32, f64)> {
+    (1..=max)
+        .prop_flat_map(|n| (Just(n), 0..=n, 1u32..=7, 0u8..4))
+        .prop_flat_map(|(n, f, k, nudge)| {
+            let on = f64::from(f.max(1) * k) / f64::from(n * k);
+            let t = match nudge {
+                0 | 1 => on,
+                2 => f64::from_bits(on.to_bits() + 1).min(1.0),
+                _ => f64::from_bits(on.to_bits() - 1),
+            };
+            (
+                Just(n),
+                Just(f),
+                prop_oneof![4 => Just(t), 1 => threshold()],
+            )
+        })
+}
+
 fn config(n: u32, t: f64) -> CircuitBreakerConfig {
     CircuitBreakerConfig {
         window: WindowConfig::Count { size: n },
@@ -93,16 +115,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn the_closed_state_trips_exactly_at_the_failure_rate(n in 1u32..=60, f in 0u32..=60, t in threshold()) {
-        let f = f.min(n);
+    fn the_closed_state_trips_exactly_at_the_failure_rate((n, f, t) in case(60)) {
         let (b, _) = build(config(n, t));
         feed(&b, n.into(), f.into(), (Outcome::Success, FAST), (Outcome::Failure, FAST));
         prop_assert_eq!(b.state() == State::Open, reaches(f.into(), n.into(), t));
     }
 
     #[test]
-    fn the_closed_state_trips_exactly_at_the_slow_call_rate(n in 1u32..=60, s in 0u32..=60, t in threshold()) {
-        let s = s.min(n);
+    fn the_closed_state_trips_exactly_at_the_slow_call_rate((n, s, t) in case(60)) {
         let (b, _) = build(CircuitBreakerConfig {
             failure_rate_threshold: 1.0,
             slow_call_duration: Some(Duration::from_millis(10)),
@@ -114,8 +134,7 @@ proptest! {
     }
 
     #[test]
-    fn a_permits_round_reopens_exactly_at_its_failure_rate(c in 1u32..=40, f in 0u32..=40, t in threshold()) {
-        let f = f.min(c);
+    fn a_permits_round_reopens_exactly_at_its_failure_rate((c, f, t) in case(40)) {
         let (b, clock) = build(CircuitBreakerConfig {
             half_open: HalfOpenPolicy::Permits { calls: c, failure_rate_threshold: t },
             ..config(100, 0.5)
@@ -128,8 +147,8 @@ proptest! {
     }
 
     #[test]
-    fn a_ramp_step_fails_exactly_at_its_failure_rate(n in 1u64..=40, f in 0u64..=40, t in threshold()) {
-        let f = f.min(n);
+    fn a_ramp_step_fails_exactly_at_its_failure_rate((n, f, t) in case(40)) {
+        let (n, f) = (u64::from(n), u64::from(f));
         let (b, clock) = build(CircuitBreakerConfig {
             half_open: HalfOpenPolicy::Ramp {
                 steps: vec![1.0],
@@ -154,8 +173,8 @@ proptest! {
     }
 
     #[test]
-    fn the_cooldown_trips_exactly_at_its_stricter_rate(n in 1u32..=60, f in 0u32..=60, t in threshold(), c in threshold()) {
-        let f = f.min(n);
+    fn the_cooldown_trips_exactly_at_its_stricter_rate((n, f, c) in case(60), t in threshold()) {
+        // The case's threshold is the cooldown's, at most the normal one.
         let cooldown = c.min(t);
         let (b, clock) = build(CircuitBreakerConfig {
             cooldown: Some(Cooldown { duration: Duration::from_secs(60), failure_rate_threshold: cooldown }),
@@ -169,9 +188,8 @@ proptest! {
 
     #[test]
     fn a_relaxed_warm_up_trips_exactly_at_its_interpolated_rate(
-        n in 1u32..=60, f in 0u32..=60, t in threshold(), elapsed in 0u64..=100,
+        (n, f, t) in case(60), elapsed in prop_oneof![Just(100u64), 0u64..=100],
     ) {
-        let f = f.min(n);
         let length = Duration::from_secs(100);
         let (b, clock) = build(CircuitBreakerConfig {
             warm_up: Some(WarmUp { duration: length, mode: WarmUpMode::Relaxed }),
