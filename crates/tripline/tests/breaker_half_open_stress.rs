@@ -19,7 +19,7 @@ use tripline::{
 const MAX: Duration = Duration::from_millis(500);
 const TICK: Duration = Duration::from_millis(10);
 
-fn config(half_open: HalfOpenPolicy) -> CircuitBreakerConfig {
+fn config(half_open: HalfOpenPolicy, max: Option<Duration>) -> CircuitBreakerConfig {
     CircuitBreakerConfig {
         name: "stress".into(),
         window: WindowConfig::Count { size: 20 },
@@ -27,7 +27,7 @@ fn config(half_open: HalfOpenPolicy) -> CircuitBreakerConfig {
         failure_rate_threshold: 0.5,
         open_duration: OpenDuration::Fixed(Duration::from_millis(100)),
         half_open,
-        max_half_open_duration: Some(MAX),
+        max_half_open_duration: max,
         ..Default::default()
     }
 }
@@ -98,10 +98,24 @@ fn worker(b: CircuitBreaker, shared: Arc<Shared>, seed: u64) {
 
 #[test]
 fn no_round_outlives_its_limit_under_threads_and_live_reconfiguration() {
+    run(Some(MAX), 40);
+}
+
+/// Without a limit nothing rescues a round left without rules, so a
+/// reconfiguration racing the entry into half-open must never leave one:
+/// reconfigured every other step, the breaker still always recovers.
+#[test]
+fn without_a_limit_live_reconfiguration_never_strands_a_round() {
+    run(None, 2);
+}
+
+/// Runs the workers against the driver; `every` steps the driver installs
+/// the next half-open policy.
+fn run(max: Option<Duration>, every: u64) {
     let (policies, order) = policies();
     let clock = ManualClock::new();
     let b = CircuitBreaker::builder()
-        .config(config(policies[0].clone()))
+        .config(config(policies[0].clone(), max))
         .clock(clock.clone())
         .build()
         .unwrap();
@@ -131,9 +145,9 @@ fn no_round_outlives_its_limit_under_threads_and_live_reconfiguration() {
             thread::yield_now();
         }
         clock.advance(TICK);
-        if step % 40 == 0 {
-            let policy = &policies[order[(step / 40) as usize % order.len()]];
-            b.reconfigure(config(policy.clone())).unwrap();
+        let policy = &policies[order[(step / every) as usize % order.len()]];
+        if step % every == 0 {
+            b.reconfigure(config(policy.clone(), max)).unwrap();
         }
         shared
             .healthy
@@ -142,11 +156,21 @@ fn no_round_outlives_its_limit_under_threads_and_live_reconfiguration() {
             p.record(Outcome::Success, Duration::from_millis(1));
         }
         // The driver's call is the "one call" after which an expired round
-        // must be gone: a two-step ramp may spend MAX on each step.
+        // must be gone: a quota round within the limit, a two-step ramp
+        // within the limit for each step. (A reconfiguration that changes
+        // the policy restarts the round, and `state_since` with it.)
         let m = b.metrics();
-        if m.state == State::HalfOpen {
+        if let (Some(max), State::HalfOpen) = (max, m.state) {
+            let steps = if let HalfOpenPolicy::Ramp { steps, .. } = policy {
+                steps.len() as u32
+            } else {
+                1
+            };
             let age = clock.now() - m.state_since;
-            assert!(age < 2 * MAX, "half-open for {age:?} at step {step}: {m:?}");
+            assert!(
+                age < steps * max,
+                "half-open for {age:?} at step {step} under {policy:?}: {m:?}"
+            );
         }
     }
     shared.stop.store(true, Ordering::Relaxed);
