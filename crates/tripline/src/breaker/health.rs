@@ -23,7 +23,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::CircuitBreaker;
-use super::core::OpenUntil;
+use super::core::{Entry, OpenUntil};
 use super::event::Reason;
 use super::state::State;
 use crate::clock::Clock;
@@ -128,8 +128,12 @@ where
         let now = inner.clock.now();
         match verdict {
             Some(true) => {
-                inner.enter_half_open_because(w, now, Reason::HealthCheckPassed, false);
-                HealthProbe::Passed
+                match inner.enter_half_open_because(w, now, Reason::HealthCheckPassed, false) {
+                    Entry::Entered | Entry::Admitted(_) => HealthProbe::Passed,
+                    // Moved by someone else, or a reconfiguration is in
+                    // progress: the next look decides.
+                    Entry::Lost | Entry::Reconfiguring => HealthProbe::NotDue,
+                }
             }
             failed => {
                 let snap = inner.window().snapshot(now);
