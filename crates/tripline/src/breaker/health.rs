@@ -132,7 +132,7 @@ where
                 HealthProbe::Passed
             }
             failed => {
-                let snap = inner.window().snapshot(now);
+                let snap = inner.window_at(now);
                 inner.transition_to_open(
                     w,
                     State::Open,
