@@ -1,5 +1,5 @@
 //! tripline-only variants of the closed path: the cost of the adaptive
-//! features (issue #3). The comparison with the peer crates — closed,
+//! features (issue #3), and after live reshapes of the window. The comparison with the peer crates — closed,
 //! rejected, two-thread, failure-heavy, tower and pipeline workloads — is
 //! `benches/peers.rs`.
 
@@ -9,13 +9,16 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, WindowConfig};
 
-fn tripline_breaker(window: WindowConfig) -> CircuitBreaker {
-    CircuitBreaker::try_new(CircuitBreakerConfig {
+fn plain_config(window: WindowConfig) -> CircuitBreakerConfig {
+    CircuitBreakerConfig {
         window,
         slow_call_duration: Some(Duration::from_secs(1)),
         ..Default::default()
-    })
-    .expect("valid config")
+    }
+}
+
+fn tripline_breaker(window: WindowConfig) -> CircuitBreaker {
+    CircuitBreaker::try_new(plain_config(window)).expect("valid config")
 }
 
 fn count() -> WindowConfig {
@@ -103,9 +106,29 @@ fn adaptive_features(c: &mut Criterion) {
     g.finish();
 }
 
+/// The closed-path cost after live reconfigurations that change the
+/// window's shape: a reshaped breaker reaches its window through one more
+/// indirection, and that cost must not grow with the number of reshapes.
+/// Every case ends on the same 100-call count window (an even number of
+/// round trips through a time window).
+fn reshaped(c: &mut Criterion) {
+    let mut g = c.benchmark_group("reshaped");
+    for reshapes in [0usize, 2, 3_000] {
+        let b = tripline_breaker(count());
+        for i in 0..reshapes {
+            let window = if i % 2 == 0 { time() } else { count() };
+            b.reconfigure(plain_config(window)).expect("valid config");
+        }
+        g.bench_function(format!("closed_count_after_{reshapes}"), |bench| {
+            bench.iter(|| tripline_call(&b))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = adaptive_features
+    targets = adaptive_features, reshaped
 }
 criterion_main!(benches);

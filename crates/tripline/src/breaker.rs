@@ -242,8 +242,11 @@ impl CircuitBreaker {
 
     /// Replaces the config without losing state: thresholds, policies and
     /// durations change at once; a window of another shape takes over what
-    /// still fits of the old one; warm-up restarts (the quiet period after a
-    /// change). An invalid config is refused and changes nothing. Emits
+    /// still fits of the old one, which is freed once no call is recording
+    /// into it (so reshaping costs no memory however often it happens), and
+    /// the cumulative counts of [`metrics`](Self::metrics) carry on from
+    /// where they were; warm-up restarts (the quiet period after a change).
+    /// An invalid config is refused and changes nothing. Emits
     /// [`EventKind::ConfigChanged`] with the old and new values.
     pub fn reconfigure(
         &self,
@@ -472,7 +475,9 @@ impl CircuitBreaker {
     }
 
     /// Approximate heap and inline bytes of this breaker, for capacity
-    /// planning of keyed breakers.
+    /// planning of keyed breakers. A breaker whose window was reshaped by
+    /// [`reconfigure`](Self::reconfigure) holds two windows: the one it was
+    /// built with and the current one.
     pub fn memory_footprint(&self) -> usize {
         // The Arc's two counts, then the breaker and what it owns.
         16 + std::mem::size_of::<Inner>() + self.inner.heap_bytes()

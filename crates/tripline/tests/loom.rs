@@ -247,6 +247,41 @@ fn reconfiguration_racing_a_call_stays_consistent() {
     });
 }
 
+/// Reshapes racing a call: the call records into whichever window it
+/// loaded — the inline one, or one being replaced and retired — and the
+/// cumulative counts include it exactly once.
+#[test]
+fn a_call_racing_reshapes_is_counted_once() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, HalfOpenPolicy::Consecutive { successes: 1 });
+        b.try_acquire()
+            .unwrap()
+            .record(Outcome::Success, Duration::ZERO);
+        let b2 = b.clone();
+        let t = thread::spawn(move || {
+            // The first reshape moves the window out of line, the second
+            // swaps it (and retires the first replacement).
+            for size in [2, 3] {
+                b2.reconfigure(CircuitBreakerConfig {
+                    window: WindowConfig::Count { size },
+                    minimum_calls: 2,
+                    failure_rate_threshold: 0.5,
+                    max_half_open_duration: None,
+                    ..Default::default()
+                })
+                .unwrap();
+            }
+        });
+        if let Ok(p) = b.try_acquire() {
+            p.record(Outcome::Failure, Duration::ZERO);
+        }
+        t.join().unwrap();
+        let calls = b.metrics().calls;
+        assert_eq!((calls.successful, calls.failed), (1, 1), "{calls:?}");
+    });
+}
+
 /// Rejections on an open breaker, from a thread that owns the stripe's
 /// rejection word (plain stores) and threads that do not (atomic adds),
 /// including the race to claim it: none is lost, and a concurrent reader

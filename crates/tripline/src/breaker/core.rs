@@ -30,7 +30,7 @@ use super::half_open::ramp::RampRound;
 use super::half_open::{HalfOpenRound, SlowProbes};
 use super::state::{State, Word};
 use super::stripe::Padded;
-use super::window::{Window, WindowChain, WindowSnapshot};
+use super::window::{Totals, Window, WindowCell, WindowSnapshot};
 use crate::clock::{Clock, SharedClock, Timestamp, duration_to_nanos};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use settings::{Settings, SettingsCell};
@@ -61,8 +61,10 @@ struct HotWords {
     /// The slow-call threshold in nanoseconds (`NEVER` when off): fixed, or
     /// learned by the baseline. The closed path's only tunable.
     slow_nanos: AtomicU64,
-    /// How many reconfigurations replaced the window (see [`WindowChain`]).
-    window_depth: AtomicU64,
+    /// How many reconfigurations replaced the window. While 0 calls record
+    /// into the window cell's inline window without further ado; after a
+    /// reshape they go through the cell (see [`WindowCell`]).
+    reshapes: AtomicU64,
     /// Transitions so far; written only by a transition's winner, so it
     /// costs the calls nothing here and keeps a stripe slot free.
     transitions: AtomicU64,
@@ -79,7 +81,7 @@ struct HotWords {
 
 pub(crate) struct Inner {
     hot: Padded<HotWords>,
-    windows: WindowChain,
+    windows: WindowCell,
     pub(crate) name: Arc<str>,
     pub(crate) clock: SharedClock,
     settings: SettingsCell,
@@ -127,13 +129,13 @@ impl Inner {
             hot: Padded(HotWords {
                 state: AtomicU64::new(Word::initial(State::Closed).0),
                 slow_nanos: AtomicU64::new(NEVER),
-                window_depth: AtomicU64::new(0),
+                reshapes: AtomicU64::new(0),
                 transitions: AtomicU64::new(0),
                 plain_rule: AtomicU64::new(0),
                 plain_failure_rate: AtomicU64::new(0),
                 plain_slow_rate: AtomicU64::new(0),
             }),
-            windows: WindowChain::new(Window::new(&config.window, stripes)),
+            windows: WindowCell::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
             clock,
             half_open: HalfOpenRound::new(),
@@ -163,17 +165,36 @@ impl Inner {
         Word(self.hot.state.load(Ordering::Acquire))
     }
 
-    /// The window calls record into.
+    /// Whether a reconfiguration replaced the window the breaker was built
+    /// with: one load on the state word's line. If not, calls record into
+    /// the cell's inline window directly.
     #[inline(always)]
-    pub(crate) fn window(&self) -> &Window {
-        // Acquire pairs with the Release store after a reshape, so the new
-        // window's initialisation is visible (free on x86).
-        let depth = self.hot.window_depth.load(Ordering::Acquire);
-        if depth == 0 {
-            self.windows.first()
+    fn is_reshaped(&self) -> bool {
+        // Acquire pairs with the Release store after a reshape, so the
+        // cell's swapped-in window is visible (free on x86).
+        self.hot.reshapes.load(Ordering::Acquire) != 0
+    }
+
+    /// Runs `f` on the window calls record into. A closure rather than a
+    /// reference: a reshaped breaker's window is freed once replaced, so it
+    /// is only held for `f`'s duration.
+    #[inline(always)]
+    pub(crate) fn with_window<R>(&self, f: impl FnOnce(&Window) -> R) -> R {
+        if self.is_reshaped() {
+            self.windows.with_current(f)
         } else {
-            self.windows.at(depth)
+            f(self.windows.first())
         }
+    }
+
+    /// The live window's contents at `now`.
+    pub(crate) fn window_at(&self, now: Timestamp) -> WindowSnapshot {
+        self.with_window(|w| w.snapshot(now))
+    }
+
+    /// Everything recorded since the breaker was created, across reshapes.
+    pub(crate) fn totals(&self) -> Totals {
+        self.windows.totals()
     }
 
     /// Whether call durations matter (slow-call detection is on); when they
@@ -272,11 +293,11 @@ impl Inner {
         ]
         .into_iter()
         .map(|k| c.get(k))
-        .fold(self.window().totals().calls, u64::wrapping_add)
+        .fold(self.totals().calls, u64::wrapping_add)
     }
 
     pub(crate) fn window_snapshot(&self) -> WindowSnapshot {
-        self.window().snapshot(self.clock.now())
+        self.window_at(self.clock.now())
     }
 
     pub(crate) fn counters(&self) -> &Counters {
@@ -323,10 +344,10 @@ impl Inner {
         (n != NEVER).then(|| std::time::Duration::from_nanos(n & !record::LEARN_BIT))
     }
 
-    /// Bytes this breaker owns outside `Inner` (window, stripes, settings).
+    /// Bytes this breaker owns outside `Inner` (windows, stripes, settings).
     pub(crate) fn heap_bytes(&self) -> usize {
         // Shared settings are counted in full by each sharer: an upper bound.
         let settings = std::mem::size_of::<Settings>() + 16 + self.name.len();
-        self.window().heap_bytes() + self.counters.heap_bytes() + self.name.len() + settings
+        self.windows.heap_bytes() + self.counters.heap_bytes() + self.name.len() + settings
     }
 }

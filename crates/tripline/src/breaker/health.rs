@@ -136,7 +136,7 @@ where
                 }
             }
             failed => {
-                let snap = inner.window().snapshot(now);
+                let snap = inner.window_at(now);
                 inner.transition_to_open(
                     w,
                     State::Open,

@@ -3,7 +3,9 @@
 //! Rejections are counted apart from failures: mixing them makes a
 //! dependency that recovered long ago look like it is still failing.
 //! Totals are cumulative since the breaker was created and derived from the
-//! window's own words, so collecting them costs the hot path nothing.
+//! window's own words, so collecting them costs the hot path nothing; a
+//! reconfiguration that replaces the window carries them over (the window
+//! cell adds up every window the breaker has had), so they never decrease.
 
 use super::State;
 use super::core::Inner;
@@ -11,7 +13,9 @@ use super::counters::Counter;
 use super::window::WindowSnapshot;
 use crate::clock::Timestamp;
 
-/// Cumulative call counts by outcome.
+/// Cumulative call counts by outcome: since the breaker was created, across
+/// every reconfiguration (a new window shape re-samples only the live
+/// [`Metrics::window`]), so no count ever decreases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CallCounts {
@@ -78,7 +82,7 @@ pub struct Metrics {
 
 pub(crate) fn collect(inner: &Inner) -> Metrics {
     let c = inner.counters();
-    let t = inner.window().totals();
+    let t = inner.totals();
     let w = inner.word();
     let probes_succeeded = c.get(Counter::ProbeSuccess);
     let probes_failed = c.get(Counter::ProbeFailure);

@@ -5,8 +5,11 @@
 //! on the transitions that need a clean slate (Closed→Open, HalfOpen→Closed).
 //! See [`count`] and [`time`] for each algorithm and its concurrency argument.
 
+mod cell;
 pub(crate) mod count;
 pub(crate) mod time;
+
+pub(crate) use cell::WindowCell;
 
 use super::config::WindowConfig;
 use crate::clock::Timestamp;
@@ -82,68 +85,43 @@ fn synthesize(s: &WindowSnapshot) -> impl Iterator<Item = u8> {
         .chain(std::iter::repeat_n(0, successes as usize))
 }
 
-/// The windows a breaker has had: reconfigurations that change the
-/// window's shape append a new one, and calls follow the newest. Old
-/// windows are kept until the breaker is dropped, because a call may still
-/// hold a reference to one; a reshape is rare and costs one window's
-/// memory, and the hot path pays one branch while no reshape has happened.
-pub(crate) struct WindowChain {
-    window: Window,
-    next: std::sync::OnceLock<Box<WindowChain>>,
-}
-
-impl WindowChain {
-    pub(crate) fn new(window: Window) -> Self {
-        WindowChain {
-            window,
-            next: std::sync::OnceLock::new(),
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn first(&self) -> &Window {
-        &self.window
-    }
-
-    /// The window `depth` reshapes later (the newest that exists).
-    #[cold]
-    pub(crate) fn at(&self, depth: u64) -> &Window {
-        let mut node = self;
-        for _ in 0..depth {
-            match node.next.get() {
-                Some(next) => node = next,
-                None => break,
-            }
-        }
-        &node.window
-    }
-
-    /// Appends `window` after the node at `depth` (the current newest).
-    pub(crate) fn push(&self, depth: u64, window: Window) {
-        let mut node = self;
-        for _ in 0..depth {
-            match node.next.get() {
-                Some(next) => node = next,
-                None => break,
-            }
-        }
-        let _ = node.next.set(Box::new(WindowChain::new(window)));
-    }
-}
-
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// Cumulative counts since the breaker was created (never reset), for
+/// Cumulative counts since the window was created (never reset), for
 /// metrics; derived from the window's own words so the hot path pays no
-/// extra write for them.
+/// extra write for them. A breaker's totals add up those of every window
+/// it has had (see [`WindowCell::totals`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub(crate) calls: u64,
     pub(crate) failures: u64,
     pub(crate) slow: u64,
     pub(crate) slow_failures: u64,
+}
+
+impl Totals {
+    /// Field by field `self + other`, wrapping: partial sums of the
+    /// window cell's ledger may wrap below zero, full ones never do.
+    pub(crate) fn wrapping_add(self, other: Totals) -> Totals {
+        self.zip(other, u64::wrapping_add)
+    }
+
+    /// Field by field `self - other`, wrapping (see [`Self::wrapping_add`]).
+    pub(crate) fn wrapping_sub(self, other: Totals) -> Totals {
+        self.zip(other, u64::wrapping_sub)
+    }
+
+    /// `f` applied field by field, so the four counts cannot be mixed up.
+    fn zip(self, other: Totals, f: impl Fn(u64, u64) -> u64) -> Totals {
+        Totals {
+            calls: f(self.calls, other.calls),
+            failures: f(self.failures, other.failures),
+            slow: f(self.slow, other.slow),
+            slow_failures: f(self.slow_failures, other.slow_failures),
+        }
+    }
 }
 
 /// A count or time window.

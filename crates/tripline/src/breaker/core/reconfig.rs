@@ -3,8 +3,10 @@
 //! A reconfiguration validates first and changes nothing if the config is
 //! refused, so the last good config stays. It swaps the settings pointer,
 //! keeps the breaker's state, and moves the window's live contents into a
-//! new window when the window's shape changed ("what still fits"). Warm-up
-//! restarts, which gives the optional quiet period after a change.
+//! new window when the window's shape changed ("what still fits"); the old
+//! window is retired once no call records into it, and its counts stay in
+//! the breaker's totals (see `window/cell.rs`). Warm-up restarts, which
+//! gives the optional quiet period after a change.
 
 use std::time::{Duration, SystemTime};
 
@@ -72,10 +74,12 @@ impl Inner {
         let old = self.settings.with(|s| self.own(&s.config));
         if old.window != config.window {
             let fresh = Window::new(&config.window, self.stripes());
-            fresh.absorb(self.window(), now);
-            let depth = self.hot.window_depth.load(Ordering::Acquire);
-            self.windows.push(depth, fresh);
-            self.hot.window_depth.store(depth + 1, Ordering::Release);
+            self.with_window(|current| fresh.absorb(current, now));
+            self.windows.replace(fresh);
+            // Release: a call that sees the count move sees the new window
+            // in the cell. Reshapes are serialised, so load + store is exact.
+            let reshapes = self.hot.reshapes.load(Ordering::Relaxed);
+            self.hot.reshapes.store(reshapes + 1, Ordering::Release);
         }
         let half_open_changed = old.half_open != config.half_open;
         // Evaluations read the settings themselves until the new ones are
@@ -138,7 +142,7 @@ impl Inner {
         Snapshot {
             name: self.name.to_string(),
             state: w.state(),
-            window: self.window().snapshot(now),
+            window: self.window_at(now),
             open_until,
             backoff_round: self.open_round(),
             config_version: self.config_version(),
@@ -149,7 +153,7 @@ impl Inner {
     /// Puts a fresh breaker into the state `snap` describes.
     pub(crate) fn restore(&self, snap: &Snapshot) {
         let now = self.clock.now();
-        self.window().preload(&snap.window, now);
+        self.with_window(|w| w.preload(&snap.window, now));
         self.open_round.store(snap.backoff_round, Ordering::Relaxed);
         if let (Some(d), Some(b)) = (snap.learned_slow_call, self.baseline.get()) {
             b.restore(d);
@@ -162,7 +166,7 @@ impl Inner {
                     .open_until
                     .map_or(Duration::ZERO, duration_until_system_time);
                 let w = self.word();
-                let snapshot = self.window().snapshot(now);
+                let snapshot = self.window_at(now);
                 self.transition_to_open(
                     w,
                     State::Open,

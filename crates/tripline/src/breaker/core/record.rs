@@ -88,11 +88,28 @@ impl Inner {
         if w.generation() != generation {
             return self.record_late(bits);
         }
-        match self.window() {
+        if self.is_reshaped() {
+            // `move`: a closure that borrowed `w` and `bits` would keep
+            // them on the stack on the closed path too.
+            return self
+                .windows
+                .with_current(move |window| self.record_into(window, w, bits));
+        }
+        // Called directly rather than through `with_window`'s closure: a
+        // closure that two branches share is not inlined, and this is the
+        // closed path.
+        self.record_into(self.windows.first(), w, bits)
+    }
+
+    /// Records `bits` into `window` (the current one) under the state
+    /// word `w`, evaluating when the outcome may trip.
+    #[inline(always)]
+    fn record_into(&self, window: &Window, w: Word, bits: u8) {
+        match window {
             Window::Count(c) => {
                 c.record(bits);
                 if bits != 0 || c.has_bad_calls() {
-                    self.evaluate(w, self.clock.now());
+                    self.evaluate(window, w, self.clock.now());
                 }
             }
             Window::Time(t) => {
@@ -100,7 +117,7 @@ impl Inner {
                 let epoch = t.current_epoch(now);
                 t.record(bits, epoch);
                 if bits != 0 || t.success_may_trip(epoch) {
-                    self.evaluate(w, now);
+                    self.evaluate(window, w, now);
                 }
             }
         }
@@ -130,17 +147,20 @@ impl Inner {
             return;
         };
         let samples = baseline.sample(nanos);
-        let period = match self.window() {
-            Window::Count(c) => Period::Samples(c.size()),
+        let period = self.with_window(|window| match window {
+            Window::Count(c) => Some(Period::Samples(c.size())),
             // Reading the clock only every 64 samples keeps learning cheap.
-            Window::Time(t) if samples % 64 == 0 => Period::Time(t.length_nanos()),
-            Window::Time(_) => return,
+            Window::Time(t) if samples % 64 == 0 => Some(Period::Time(t.length_nanos())),
+            Window::Time(_) => None,
+        });
+        let Some(period) = period else {
+            return;
         };
         let now = self.clock.now();
         if !baseline.period_over(now.as_nanos(), samples, period) {
             return;
         }
-        let snap = self.window().snapshot(now);
+        let snap = self.window_at(now);
         let eff = self.effective(now);
         // Healthy: both rates below half their thresholds.
         let calls = snap.calls.max(1);
@@ -187,15 +207,15 @@ impl Inner {
         })
     }
 
-    /// The trip decision: `calls ≥ minimum_calls` and either rate at or
-    /// above its threshold, compared exactly as the user's floats mean; suppressed during
-    /// a `no_trip` warm-up and before `min_state_duration` has passed.
+    /// The trip decision on `window` (the one the call just recorded
+    /// into): `calls ≥ minimum_calls` and either rate at or above its
+    /// threshold, compared exactly as the user's floats mean; suppressed
+    /// during a `no_trip` warm-up and before `min_state_duration` has passed.
     #[cold]
-    fn evaluate(&self, w: Word, now: Timestamp) {
+    fn evaluate(&self, window: &Window, w: Word, now: Timestamp) {
         if w.state() == State::Disabled {
             return;
         }
-        let window = self.window();
         let snap = window.snapshot(now);
         let (eff, min_state) = self.effective_and_min_state(now);
         let slow_on = self.times_calls();

@@ -7,7 +7,7 @@ use super::super::backoff::unit_f64;
 use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
 use super::super::half_open::Rules;
 use super::super::state::{State, Word};
-use super::super::window::WindowSnapshot;
+use super::super::window::{Window, WindowSnapshot};
 use super::{Inner, NEVER};
 use crate::clock::{Clock, Timestamp};
 use crate::sync::{MutexGuard, Ordering, try_lock, yield_now};
@@ -167,7 +167,7 @@ impl Inner {
             .store((now + duration).as_nanos(), Ordering::Relaxed);
         self.publish(to);
         if from.admits_freely() {
-            self.window().reset();
+            self.with_window(Window::reset);
         }
         let open = (to_state == State::Open).then_some(duration);
         self.emit_transition(seq, from, to, reason, snap, open, now);
@@ -187,7 +187,7 @@ impl Inner {
         // keeps the sample. The window is idle outside the free states, so
         // resetting before the CAS keeps the busy section short.
         if !from.admits_freely() || to_state != State::Disabled {
-            self.window().reset();
+            self.with_window(Window::reset);
         }
         let to = from.begin(to_state);
         if !self.begin(from, to) {
@@ -225,7 +225,7 @@ impl Inner {
         }
         let seq = self.events.reserve();
         self.publish(to);
-        self.window().reset();
+        self.with_window(Window::reset);
         let kind = EventKind::WouldTrip {
             reason,
             window,
@@ -256,8 +256,8 @@ impl Inner {
                         continue;
                     }
                     (State::Closed, _) => {
-                        let window = self.window().snapshot(now);
-                        self.window().reset();
+                        let window = self.window_at(now);
+                        self.with_window(Window::reset);
                         let seq = self.events.reserve();
                         self.events
                             .publish(seq, self.event(now, EventKind::WindowReset { window }));
@@ -266,7 +266,7 @@ impl Inner {
                     _ => return,
                 }
             }
-            let snap = self.window().snapshot(now);
+            let snap = self.window_at(now);
             let done = match to {
                 State::Open | State::ForcedOpen => {
                     let until = until.map_or(OpenUntil::Scheduled, OpenUntil::At);
