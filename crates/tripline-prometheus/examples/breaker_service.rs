@@ -33,9 +33,13 @@ use tripline_prometheus::{Detail, Exporter};
 
 /// The service's protected dependencies and its exporter.
 pub struct Demo {
+    /// Everything below, registered.
     pub exporter: Exporter,
+    /// A breaker exported by itself, at full detail.
     pub payments: CircuitBreaker,
+    /// Per-tenant breakers, essential detail each.
     pub tenants: BreakerRegistry<String>,
+    /// The retry budget of the payment calls.
     pub budget: RetryBudget,
 }
 

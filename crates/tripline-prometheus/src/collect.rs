@@ -47,6 +47,14 @@ impl Shared {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let sources = self.read();
         let mut snap = Snapshot::default();
+        // Sized once: a registry of thousands grown by doubling would hold
+        // the old and the new buffer at once.
+        let sampled = sources
+            .registries
+            .iter()
+            .filter(|r| r.detail > Detail::Aggregate);
+        let expected = sources.breakers.len() + sampled.map(|r| r.source.len()).sum::<usize>();
+        snap.breakers.reserve_exact(expected + expected / 64);
         let unix_now = ScrapeContext::unix_now();
         self.transitions.with(|transitions| {
             let cx = ScrapeContext {
@@ -117,7 +125,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner);
         if !histograms.is_empty() {
             for s in breakers.iter_mut() {
-                s.histogram = histograms.get(&s.name).map(|h| h.sample());
+                s.histogram = histograms.get(&s.name).map(|h| Box::new(h.sample()));
             }
         }
     }

@@ -13,9 +13,10 @@
 //! | `breaker_state` | gauge | name, state | F | 1 for the breaker's state, 0 for the five others |
 //! | `breaker_state_code` | gauge | name | E | 0 closed, 1 open, 2 half_open, 3 forced_open, 4 disabled, 5 metrics_only |
 //! | `breaker_calls_total` | counter | name, outcome | E: successful, failed, rejected; F: also slow, ignored, cancelled, late | calls since the breaker was made |
-//! | `breaker_failure_rate`, `breaker_slow_call_rate` | gauge | name | E | rates (0–1) of the live window |
+//! | `breaker_failure_rate` | gauge | name | E | failure rate (0–1) of the live window |
+//! | `breaker_slow_call_rate` | gauge | name | E | slow-call rate (0–1) of the live window, for breakers that detect slow calls |
 //! | `breaker_transitions_total` | counter | name, from, to, reason | E | transitions since registration |
-//! | `breaker_failure_rate_threshold`, `breaker_slow_call_rate_threshold` | gauge | name | F | configured thresholds |
+//! | `breaker_failure_rate_threshold`, `breaker_slow_call_rate_threshold` | gauge | name | F | configured thresholds (the slow one for breakers that detect slow calls) |
 //! | `breaker_window_calls`, `breaker_minimum_calls` | gauge | name | F | window fill against `minimum_calls` |
 //! | `breaker_time_in_state_seconds` | gauge | name | F | time since the current state began (breaker clock) |
 //! | `breaker_probes_in_flight` | gauge | name | F | half-open probes admitted, unfinished |
@@ -148,7 +149,7 @@ pub(crate) mod f {
     pub const STATE_CODE: M = M::new("breaker_state_code", G, N, Some(E), "Breaker state: 0 closed, 1 open, 2 half_open, 3 forced_open, 4 disabled, 5 metrics_only");
     pub const CALLS: M = M::new("breaker_calls", C, &["name", "outcome"], Some(E), "Calls by outcome; successful, failed, ignored, rejected and cancelled are disjoint, slow and late are part of successful plus failed");
     pub const FAILURE_RATE: M = M::new("breaker_failure_rate", G, N, Some(E), "Failure rate (0-1) of the live window");
-    pub const SLOW_RATE: M = M::new("breaker_slow_call_rate", G, N, Some(E), "Slow-call rate (0-1) of the live window");
+    pub const SLOW_RATE: M = M::new("breaker_slow_call_rate", G, N, Some(E), "Slow-call rate (0-1) of the live window, for breakers that detect slow calls");
     pub const TRANSITIONS: M = M::new("breaker_transitions", C, &["name", "from", "to", "reason"], Some(E), "State transitions since the breaker was registered with the exporter");
     pub const FAILURE_THRESHOLD: M = M::new("breaker_failure_rate_threshold", G, N, Some(F), "Configured failure rate (0-1) that trips the breaker");
     pub const SLOW_THRESHOLD: M = M::new("breaker_slow_call_rate_threshold", G, N, Some(F), "Configured slow-call rate (0-1) that trips the breaker");

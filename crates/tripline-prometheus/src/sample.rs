@@ -29,6 +29,9 @@ pub(crate) struct BreakerSample {
     pub(crate) calls: CallCounts,
     pub(crate) window: WindowSnapshot,
     pub(crate) time_in_state_secs: f64,
+    /// Whether slow-call detection is on (else no slow-call rate is shown:
+    /// it could only ever read 0).
+    pub(crate) detects_slow: bool,
     pub(crate) probes_in_flight: u64,
     pub(crate) probe_due: bool,
     /// Unix seconds at which the open state ends; 0 when not open.
@@ -37,7 +40,8 @@ pub(crate) struct BreakerSample {
     pub(crate) config_version: u64,
     pub(crate) config: Option<ConfigSample>,
     pub(crate) transitions: Vec<Count>,
-    pub(crate) histogram: Option<HistogramSample>,
+    /// Boxed: most breakers have none, and samples are many.
+    pub(crate) histogram: Option<Box<HistogramSample>>,
 }
 
 /// What is shared by every breaker read in one scrape.
@@ -96,6 +100,7 @@ pub(crate) fn sample(
         calls: m.calls,
         window: m.window,
         time_in_state_secs: (now - m.state_since).as_secs_f64(),
+        detects_slow: m.slow_call_threshold.is_some(),
         probes_in_flight: m.probes_in_flight,
         probe_due: probe_due(&m, now),
         open_until_unix,
@@ -171,5 +176,15 @@ mod tests {
         clock.advance(Duration::from_secs(3_600));
         assert!(probe_due(&b.metrics(), clock.now()));
         assert_eq!(STATES.map(state_code), [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_sample_is_small() {
+        // 20 000 of them are held during a scrape.
+        assert!(
+            std::mem::size_of::<BreakerSample>() <= 256,
+            "{}",
+            std::mem::size_of::<BreakerSample>()
+        );
     }
 }

@@ -31,11 +31,12 @@ pub enum Detail {
     /// No per-breaker series (a registry's own counts only).
     Aggregate,
     /// Per breaker: the state code, calls that succeeded, failed and were
-    /// rejected, the live failure and slow-call rates, and transitions.
-    /// The default for registries.
+    /// rejected, the live failure and slow-call rates, and transitions —
+    /// what the shipped dashboard and alerts need. For registries of many
+    /// keys.
     Essential,
-    /// Every per-breaker family (see [`names`](crate::names)). The default
-    /// for breakers registered one by one and for clusters' endpoints.
+    /// Every per-breaker family (see [`names`](crate::names)). For breakers
+    /// registered one by one, and clusters' endpoints.
     Full,
 }
 
@@ -43,6 +44,8 @@ pub enum Detail {
 pub(crate) trait RegistrySource: Send + Sync {
     fn family(&self) -> &str;
     fn stats(&self) -> RegistryStats;
+    /// Breakers now (a hint for sizing a scrape's buffers).
+    fn len(&self) -> usize;
     fn each(&self, f: &mut dyn FnMut(&CircuitBreaker));
 }
 
@@ -53,6 +56,10 @@ impl<K: RegistryKey> RegistrySource for BreakerRegistry<K> {
 
     fn stats(&self) -> RegistryStats {
         BreakerRegistry::stats(self)
+    }
+
+    fn len(&self) -> usize {
+        BreakerRegistry::len(self) + usize::from(self.overflow_breaker().is_some())
     }
 
     fn each(&self, f: &mut dyn FnMut(&CircuitBreaker)) {

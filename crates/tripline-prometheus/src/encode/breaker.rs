@@ -13,15 +13,27 @@ fn each(
     out: &mut Out<'_, '_>,
     samples: &[BreakerSample],
     fam: &MetricFamily,
+    write: impl FnMut(&mut Family<'_>, Labels<'_>, &BreakerSample) -> fmt::Result,
+) -> fmt::Result {
+    each_where(out, samples, fam, |_| true, write)
+}
+
+/// Like [`each`], for the breakers `shown` also accepts.
+fn each_where(
+    out: &mut Out<'_, '_>,
+    samples: &[BreakerSample],
+    fam: &MetricFamily,
+    shown: impl Fn(&BreakerSample) -> bool,
     mut write: impl FnMut(&mut Family<'_>, Labels<'_>, &BreakerSample) -> fmt::Result,
 ) -> fmt::Result {
     let min = fam.detail.unwrap_or(Detail::Full);
-    if !samples.iter().any(|s| s.detail >= min) {
+    let shown = |s: &&BreakerSample| s.detail >= min && shown(s);
+    if !samples.iter().any(|s| shown(&s)) {
         return Ok(());
     }
     let base = out.labels();
     let mut family = out.family(fam)?;
-    for s in samples.iter().filter(|s| s.detail >= min) {
+    for s in samples.iter().filter(shown) {
         write(&mut family, base.with("name", &s.name), s)?;
     }
     Ok(())
@@ -68,14 +80,15 @@ pub(crate) fn breakers(out: &mut Out<'_, '_>, samples: &[BreakerSample]) -> fmt:
     each(out, samples, &f::FAILURE_RATE, |fam, l, s| {
         fam.gauge(&l, s.window.failure_rate())
     })?;
-    each(out, samples, &f::SLOW_RATE, |fam, l, s| {
+    let slow = |s: &BreakerSample| s.detects_slow;
+    each_where(out, samples, &f::SLOW_RATE, slow, |fam, l, s| {
         fam.gauge(&l, s.window.slow_call_rate())
     })?;
     transitions(out, samples)?;
     each(out, samples, &f::FAILURE_THRESHOLD, |fam, l, s| {
         fam.gauge(&l, s.config.map_or(0.0, |c| c.failure_rate_threshold))
     })?;
-    each(out, samples, &f::SLOW_THRESHOLD, |fam, l, s| {
+    each_where(out, samples, &f::SLOW_THRESHOLD, slow, |fam, l, s| {
         fam.gauge(&l, s.config.map_or(0.0, |c| c.slow_call_rate_threshold))
     })?;
     each(out, samples, &f::WINDOW_CALLS, |fam, l, s| {
