@@ -6,7 +6,8 @@
 //! ticks, so the runner reports the mean over `RUNS` scrapes (default 20)
 //! per detail rather than any single one.
 //!
-//! `cargo run --release -p tripline-benches --example scrape_cpu [RUNS]`
+//! `cargo run --release -p tripline-benches --example scrape_cpu [RUNS [DETAIL]]`
+//! (DETAIL: `essential`, `full` or `aggregate`; all three by default).
 
 use std::hint::black_box;
 
@@ -25,7 +26,11 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
+    let only = std::env::args().nth(2).unwrap_or_default();
     for detail in [Detail::Essential, Detail::Full, Detail::Aggregate] {
+        if !only.is_empty() && !format!("{detail:?}").eq_ignore_ascii_case(&only) {
+            continue;
+        }
         let (registry, _breakers) = target(detail);
         let runs = runs.max(1);
         let mut bytes = 0;

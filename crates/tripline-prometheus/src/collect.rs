@@ -55,23 +55,19 @@ impl Shared {
             .filter(|r| r.detail > Detail::Aggregate);
         let expected = sources.breakers.len() + sampled.map(|r| r.source.len()).sum::<usize>();
         snap.breakers.reserve_exact(expected + expected / 64);
-        let unix_now = ScrapeContext::unix_now();
-        self.transitions.with(|transitions| {
-            let cx = ScrapeContext {
-                unix_now,
-                transitions,
-                compat: self.compat,
-            };
-            for b in &sources.breakers {
-                snap.breakers.push(sample(&b.breaker, b.detail, &cx));
+        let cx = ScrapeContext {
+            unix_now: ScrapeContext::unix_now(),
+            compat: self.compat,
+        };
+        for b in &sources.breakers {
+            snap.breakers.push(sample(&b.breaker, b.detail, &cx));
+        }
+        for r in &sources.registries {
+            if r.detail > Detail::Aggregate {
+                r.source
+                    .each(&mut |b| snap.breakers.push(sample(b, r.detail, &cx)));
             }
-            for r in &sources.registries {
-                if r.detail > Detail::Aggregate {
-                    r.source
-                        .each(&mut |b| snap.breakers.push(sample(b, r.detail, &cx)));
-                }
-            }
-        });
+        }
         snap.registries = sources
             .registries
             .iter()
@@ -103,13 +99,22 @@ impl Shared {
 
     /// Drops breakers whose name an earlier source exported, prunes the
     /// transition counts of breakers no longer exported, and attaches the
-    /// duration histograms of timed breakers.
+    /// transition counts and the duration histograms.
     fn dedupe_and_time(&self, breakers: &mut Vec<BreakerSample>) {
         let mut seen: HashSet<&str, foldhash::fast::RandomState> =
             HashSet::with_capacity_and_hasher(breakers.len(), Default::default());
         let keep: Vec<bool> = breakers.iter().map(|s| seen.insert(&s.name)).collect();
         self.transitions.retain(|name| seen.contains(name));
         drop(seen);
+        // One short lock for the lookups, never while reading breakers: a
+        // transition waits at most for this.
+        self.transitions.with(|t| {
+            if !t.is_empty() {
+                for s in breakers.iter_mut() {
+                    s.transitions = t.of(&s.name);
+                }
+            }
+        });
         let skipped = keep.iter().filter(|k| !**k).count();
         self.skipped.store(skipped as u64, Ordering::Relaxed);
         if skipped > 0 {

@@ -9,7 +9,7 @@ use tripline::{CircuitBreaker, Metrics, State, WindowSnapshot};
 
 use crate::histogram::HistogramSample;
 use crate::source::Detail;
-use crate::transitions::{Count, Counts};
+use crate::transitions::Count;
 
 /// The configured values the `Full` families and the compat families show.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,15 +45,14 @@ pub(crate) struct BreakerSample {
 }
 
 /// What is shared by every breaker read in one scrape.
-pub(crate) struct ScrapeContext<'a> {
+pub(crate) struct ScrapeContext {
     /// Wall-clock time of the scrape, as Unix seconds.
     pub(crate) unix_now: f64,
-    pub(crate) transitions: &'a Counts<'a>,
     /// Whether the compat families need the config.
     pub(crate) compat: bool,
 }
 
-impl ScrapeContext<'_> {
+impl ScrapeContext {
     /// The scrape's wall-clock time as Unix seconds (through tripline's one
     /// sanctioned wall-clock conversion).
     pub(crate) fn unix_now() -> f64 {
@@ -69,11 +68,12 @@ fn probe_due(m: &Metrics, now: Timestamp) -> bool {
     m.state == State::Open && m.open_until.is_some_and(|until| now >= until)
 }
 
-/// Reads `breaker` at `detail`.
+/// Reads `breaker` at `detail` (transitions and histogram are attached
+/// afterwards).
 pub(crate) fn sample(
     breaker: &CircuitBreaker,
     detail: Detail,
-    cx: &ScrapeContext<'_>,
+    cx: &ScrapeContext,
 ) -> BreakerSample {
     let now = breaker.clock().now();
     let m = breaker.metrics();
@@ -107,7 +107,7 @@ pub(crate) fn sample(
         backoff_round: m.backoff_round,
         config_version: m.config_version,
         config,
-        transitions: cx.transitions.of(&m.name),
+        transitions: Vec::new(),
         histogram: None,
         name: m.name,
     }
@@ -138,7 +138,6 @@ pub(crate) const STATES: [State; 6] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transitions::TransitionBook;
     use tripline::{CircuitBreakerConfig, ManualClock, WindowConfig};
 
     #[test]
@@ -158,15 +157,11 @@ mod tests {
             let _ = b.call(|| Err::<(), _>("down"));
         }
         clock.advance(Duration::from_secs(2));
-        let book = TransitionBook::default();
-        let s = book.with(|t| {
-            let cx = ScrapeContext {
-                unix_now: 1_000.0,
-                transitions: t,
-                compat: false,
-            };
-            sample(&b, Detail::Essential, &cx)
-        });
+        let cx = ScrapeContext {
+            unix_now: 1_000.0,
+            compat: false,
+        };
+        let s = sample(&b, Detail::Essential, &cx);
         assert_eq!((s.state, s.calls.failed), (State::Open, 2));
         assert!((s.time_in_state_secs - 2.0).abs() < 1e-9);
         let until = b.open_until_time().unwrap();

@@ -40,6 +40,47 @@ pub enum Detail {
     Full,
 }
 
+/// The kinds of sources, as named in errors and by [`Exporter::unregister`].
+///
+/// ```
+/// use tripline_prometheus::SourceKind;
+/// assert_eq!(SourceKind::Registry.to_string(), "breaker registry");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    /// A circuit breaker, by its name.
+    Breaker,
+    /// A breaker registry, by its family.
+    Registry,
+    /// A retry policy (or a pipeline's), by the name it was registered under.
+    Retry,
+    /// A retry budget, by the name it was registered under.
+    Budget,
+    /// A bulkhead, by the name it was registered under.
+    Bulkhead,
+    /// An adaptive throttle, by its name.
+    Throttle,
+    /// A cluster, by its name.
+    Cluster,
+    /// A failback queue, by the name it was registered under.
+    Failback,
+}
+
+impl fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SourceKind::Breaker => "breaker",
+            SourceKind::Registry => "breaker registry",
+            SourceKind::Retry => "retry policy",
+            SourceKind::Budget => "retry budget",
+            SourceKind::Bulkhead => "bulkhead",
+            SourceKind::Throttle => "throttle",
+            SourceKind::Cluster => "cluster",
+            SourceKind::Failback => "failback queue",
+        })
+    }
+}
+
 /// A registry of any key type, as the exporter sees it.
 pub(crate) trait RegistrySource: Send + Sync {
     fn family(&self) -> &str;

@@ -78,6 +78,11 @@ impl TransitionBook {
 pub(crate) struct Counts<'a>(&'a HashMap<Arc<str>, Vec<Count>, foldhash::fast::RandomState>);
 
 impl Counts<'_> {
+    /// Whether no transition was counted at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The counts of breaker `name` (a copy: the scrape encodes them after
     /// the lock is released).
     pub(crate) fn of(&self, name: &str) -> Vec<Count> {
