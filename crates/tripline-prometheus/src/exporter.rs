@@ -128,6 +128,9 @@ impl Exporter {
 
     /// Exports `breaker` at `detail`. Refused if it, or another breaker
     /// of the same name, is exported already (by itself or in a registry).
+    /// The exporter keeps a handle (the breaker lives on until
+    /// [`unregister`](Self::unregister)ed) and subscribes to its events to
+    /// count transitions; calls are not touched.
     pub fn register_breaker(
         &self,
         breaker: &CircuitBreaker,

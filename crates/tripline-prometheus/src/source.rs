@@ -32,15 +32,18 @@ pub enum Detail {
     Aggregate,
     /// Per breaker: the state code, calls that succeeded, failed and were
     /// rejected, the live failure and slow-call rates, and transitions —
-    /// what the shipped dashboard and alerts need. For registries of many
-    /// keys.
+    /// what the shipped dashboard's state, outcome, rate and transition
+    /// panels and the open and flapping alerts need (thresholds, window
+    /// fill and the stuck-half-open alert need `Full`). For registries of
+    /// many keys.
     Essential,
     /// Every per-breaker family (see [`names`](crate::names)). For breakers
     /// registered one by one, and clusters' endpoints.
     Full,
 }
 
-/// The kinds of sources, as named in errors and by [`Exporter::unregister`].
+/// The kinds of sources, as named in errors and by
+/// [`Exporter::unregister`](crate::Exporter::unregister).
 ///
 /// ```
 /// use tripline_prometheus::SourceKind;
