@@ -20,6 +20,7 @@
 
 #[cfg(feature = "peers")]
 pub mod cases;
+pub mod scrape;
 
 use std::fmt;
 use std::future::Future;

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{BreakerRegistry, RegistryKey};
-use crate::breaker::{Metrics, State};
+use crate::breaker::{CircuitBreaker, Metrics, State};
 
 /// Registry-wide counts whose size does not grow with the keys: the
 /// series to export when per-key series would explode (seed 001 §8.1.2).
@@ -77,6 +77,32 @@ impl<K: RegistryKey> BreakerRegistry<K> {
             .iter(&guard)
             .map(|(k, e)| (k.clone(), e.breaker.metrics()))
             .collect()
+    }
+
+    /// Visits every breaker of the registry with its key, without cloning
+    /// a handle or collecting a list: for exporters that read thousands of
+    /// breakers at scrape time (a cold path: the call path never waits for
+    /// it, and it writes no shared memory). Breakers created or removed
+    /// during the visit may or may not be seen. Do not block in `f`: the
+    /// visit holds the map's epoch guard, delaying reclamation of removed
+    /// entries.
+    ///
+    /// ```
+    /// use tripline::registry::{BreakerRegistry, RegistryConfig};
+    ///
+    /// let registry = BreakerRegistry::<u32>::try_new(RegistryConfig::default()).unwrap();
+    /// registry.get(&1).unwrap();
+    /// registry.get(&2).unwrap();
+    /// let mut names = Vec::new();
+    /// registry.for_each_breaker(|_key, breaker| names.push(breaker.name().to_string()));
+    /// names.sort();
+    /// assert_eq!(names, ["default:1", "default:2"]);
+    /// ```
+    pub fn for_each_breaker(&self, mut f: impl FnMut(&K, &CircuitBreaker)) {
+        let guard = scc::Guard::new();
+        for (k, e) in self.shared.map.iter(&guard) {
+            f(k, &e.breaker);
+        }
     }
 
     /// Registry-wide counts, bounded in size whatever the key cardinality.

@@ -59,6 +59,18 @@ impl<E> Failback<E> {
             .min()
     }
 
+    /// How long the oldest pending entry has waited since it was accepted
+    /// (on the queue's clock), or `None` when nothing is pending: a queue
+    /// whose oldest entry keeps ageing is not draining, whatever its depth
+    /// says. Takes the queue's lock and scans the pending entries, so it
+    /// is for monitoring (a scrape), not for the submit path.
+    pub fn oldest_pending_age(&self) -> Option<Duration> {
+        let q = lock(&self.inner.queue);
+        let oldest = q.pending.values().map(|p| p.accepted_at).min()?;
+        let now = self.inner.clock.now().as_nanos();
+        Some(Duration::from_nanos(now.saturating_sub(oldest)))
+    }
+
     /// Cumulative counts.
     pub fn stats(&self) -> FailbackStats {
         let c = |i: usize| self.inner.counters.0[i].load(Ordering::Relaxed);
