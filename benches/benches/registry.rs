@@ -17,7 +17,7 @@ use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
 use tripline::{CircuitBreaker, CircuitBreakerConfig, WindowConfig};
 use tripline_benches::parallel;
 
-/// An instance-level key (seed 001 §3.3.2: 50 services × 20 methods × 20
+/// An instance-level key (50 services × 20 methods × 20
 /// instances).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 struct Key {

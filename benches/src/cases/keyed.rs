@@ -1,5 +1,5 @@
 //! Keyed breakers: 20 000 breakers, one per key (50 services × 20 methods ×
-//! 20 instances, seed 001 §3.3.2), looked up by an existing key.
+//! 20 instances), looked up by an existing key.
 //!
 //! tripline: `BreakerRegistry<Key>` (tripline's default breaker config,
 //! room for all 20 000), through `get` (an owned handle) and `with` (the

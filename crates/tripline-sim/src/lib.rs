@@ -1,7 +1,7 @@
 //! # tripline-sim
 //!
 //! A deterministic fault-scenario simulator: calibrate circuit breakers by
-//! fault injection in virtual time instead of guessing (seed 001 §7.2, §9).
+//! fault injection in virtual time instead of guessing.
 //!
 //! A [`Scenario`] (TOML) describes traffic, faults and one or more breaker
 //! configs in the library's own vocabulary. The [`engine`] drives the

@@ -125,7 +125,7 @@ pub struct FaultReport {
     /// The most calls that reached the dependency in one second (all
     /// replicas) from the second after the first trip to the fault's end:
     /// with the breakers open these are probes, and a high peak means
-    /// replicas probing in lock-step (seed 001 §4.2.1). Null without a trip
+    /// replicas probing in lock-step. Null without a trip
     /// or for an `at` fault.
     pub probe_peak_per_second: Option<u64>,
     /// Calls attributed to it that were rejected.

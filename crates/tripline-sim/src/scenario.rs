@@ -103,7 +103,7 @@ pub struct Traffic {
     pub replicas: u32,
 }
 
-/// One injected fault (seed 001 §9.2.1).
+/// One injected fault.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     /// Names the fault in reports.

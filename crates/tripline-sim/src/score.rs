@@ -1,6 +1,6 @@
 //! The ranking score: what a breaker config cost on a scenario, in seconds.
 //!
-//! Seed 001 §7 asks for parameters chosen by measured trade-offs: a breaker
+//! Parameters should be chosen by measured trade-offs: a breaker
 //! that trips early also trips on blips and rejects healthy calls, one that
 //! waits lets a real outage hit callers longer. The score puts the three
 //! costs on one scale, *seconds of harm*, lower is better:

@@ -1,4 +1,4 @@
-//! Seed 003 §3's walkthrough, on tripline: a three-node cluster with a
+//! A walkthrough on tripline: a three-node cluster with a
 //! breaker per node and failover (`retries = 2`).
 //!
 //! 1. Nodes A and B are down, C is healthy: requests fail over to C while
@@ -9,7 +9,7 @@
 //! 4. C recovers: its half-open probes succeed and it closes; A's and B's
 //!    probes fail and they reopen.
 //!
-//! Breakers as in the seed's code: 50 % failure rate over at least 5 calls
+//! Breakers as a typical Dubbo-style setup has them: 50 % failure rate over at least 5 calls
 //! (a 10-call count window stands in for its 10 s window, which at this
 //! pace holds the same calls), a 5 s open state, 3 consecutive successful
 //! probes to close. Nodes fail deterministically instead of with the

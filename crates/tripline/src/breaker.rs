@@ -2,8 +2,8 @@
 //!
 //! A breaker samples the outcomes of calls to one dependency and, when the
 //! dependency is failing or slow, rejects calls locally for a while so that
-//! callers' threads, connections and retries stop piling up on it (seed 001
-//! §1). It is a lock-free state machine:
+//! callers' threads, connections and retries stop piling up on it.
+//! It is a lock-free state machine:
 //!
 //! ```text
 //!            failure or slow-call rate ≥ threshold
@@ -410,7 +410,7 @@ impl CircuitBreaker {
         }
     }
 
-    // --- operator controls (seed 001 §2.1.2) -----------------------------
+    // --- operator controls -----------------------------
 
     /// Rejects every call until an operator says otherwise.
     pub fn force_open(&self) {

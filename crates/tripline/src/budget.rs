@@ -3,7 +3,7 @@
 //! "Retry at most N times" bounds one call's amplification, not the
 //! fleet's: when a dependency fails outright, every call retries N times and
 //! the dependency sees (N+1)× its normal load exactly when it can least take
-//! it (seed 001 §1.1.2, §6.1.1). A budget bounds the *aggregate*: over a
+//! it. A budget bounds the *aggregate*: over a
 //! sliding window, retries may be at most `ratio` × requests plus a small
 //! reserve of `min_retries_per_second` × window, so that a client with
 //! little traffic can still retry a blip. During an outage retries stop by

@@ -2,9 +2,9 @@
 //! slow dependency cannot take every thread, connection or task with it.
 //!
 //! When several dependencies share one pool and one turns slow, its calls
-//! fill the pool and starve the calls to healthy dependencies (seed 001
-//! §1.1.2, §6.4.1). A bulkhead gives each dependency its own quota — here a
-//! semaphore (the seed's recommended default, paired with a strict timeout).
+//! fill the pool and starve the calls to healthy dependencies.
+//! A bulkhead gives each dependency its own quota — here a
+//! semaphore (the usual default, paired with a strict timeout).
 //!
 //! Beyond the quota, a call may wait in a *bounded* queue (`max_queue`
 //! places, at most `max_wait`, never past the request's deadline) and is

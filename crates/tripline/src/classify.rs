@@ -1,12 +1,12 @@
 //! Classification: which results say something about the dependency's health.
 //!
-//! The first rule of breaker design (seed 001 §3.1.1): a call that the
+//! The first rule of breaker design: a call that the
 //! dependency handled correctly is a success even when the answer is "no".
 //! Validation errors, 4xx responses, "insufficient balance" — retrying them
 //! or asking another instance would give the same answer, so they are
 //! [`Outcome::Ignored`]. Connect errors, timeouts, 5xx and "busy" signals
 //! are [`Outcome::Failure`]. A 429 is a throttle signal for an
-//! [`AdaptiveThrottle`](crate) rather than a failure (§3.1.2).
+//! [`AdaptiveThrottle`](crate) rather than a failure.
 //!
 //! A classifier sees the whole `Result<T, E>`, because many dependencies
 //! report failure inside a successful response (a status field in the body).

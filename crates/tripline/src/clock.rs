@@ -120,12 +120,12 @@ pub trait Clock: Send + Sync + 'static {
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(
-        #[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+        #[allow(clippy::disallowed_methods)] // the sanctioned real-time read
         Instant::now,
     )
 }
 
-#[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time read
 fn precise_now() -> Timestamp {
     Timestamp(duration_to_nanos(Instant::now().duration_since(epoch())))
 }
@@ -133,7 +133,7 @@ fn precise_now() -> Timestamp {
 /// How long until a wall-clock instant (an HTTP `Retry-After` date, say);
 /// zero if it has passed. The only conversion between wall-clock and
 /// monotonic time in tripline.
-#[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time read
 pub fn duration_until_system_time(at: SystemTime) -> Duration {
     at.duration_since(SystemTime::now())
         .unwrap_or(Duration::ZERO)
@@ -141,16 +141,16 @@ pub fn duration_until_system_time(at: SystemTime) -> Duration {
 
 /// The wall-clock instant `d` from now: how a deadline on a monotonic clock
 /// is written down to outlive the process (state snapshots).
-#[allow(clippy::disallowed_methods)] // the sanctioned real-time read (DESIGN §2)
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time read
 pub fn system_time_after(d: Duration) -> SystemTime {
     SystemTime::now() + d
 }
 
 /// Blocks the calling thread for `d`: the wait between a *synchronous*
 /// retry's attempts, which a caller who chose a blocking API has asked for.
-/// The one sanctioned real-time wait outside the ticker (DESIGN §2); tests
+/// The one sanctioned real-time wait outside the ticker; tests
 /// never reach it (on a [`ManualClock`] the retry advances the clock instead).
-#[allow(clippy::disallowed_methods)] // the sanctioned real-time wait (DESIGN §2)
+#[allow(clippy::disallowed_methods)] // the sanctioned real-time wait
 pub fn block_thread_for(d: Duration) {
     std::thread::sleep(d);
 }
@@ -200,7 +200,7 @@ fn start_ticker() {
         .name("tripline-clock".into())
         .spawn(|| {
             loop {
-                #[allow(clippy::disallowed_methods)] // the ticker is the clock (DESIGN §2)
+                #[allow(clippy::disallowed_methods)] // the ticker is the clock
                 std::thread::sleep(MonotonicClock::RESOLUTION);
                 TICK.fetch_max(precise_now().as_nanos(), StdOrdering::Release);
             }

@@ -1,10 +1,10 @@
 //! Clusters: one dependency served by many endpoints, with a breaker per
 //! endpoint, outlier detection, and the six cluster fault-tolerance
-//! strategies of Apache Dubbo (seed 003 §2).
+//! strategies of Apache Dubbo.
 //!
 //! When a few instances of a dependency are sick, the right move is to
-//! route around them; when the whole dependency is sick, to break (seed 001
-//! §5.1). A [`Cluster`] holds the endpoints (id, address, weight; they can
+//! route around them; when the whole dependency is sick, to break.
+//! A [`Cluster`] holds the endpoints (id, address, weight; they can
 //! change at runtime), a [`Balancer`], a circuit breaker per endpoint, and
 //! optional [outlier detection](crate::outlier). Every call selects an
 //! endpoint that is routable and whose breaker admits it — lock-free and
@@ -26,7 +26,7 @@
 //! | [`Forking`] | call `forks` endpoints at once, first success wins | latency-critical reads | cuts tail latency; costs `forks`× the load |
 //! | [`Broadcast`] | call every endpoint; fail if any (or too many) fail | cache invalidation, state sync | reaches every node; as slow and as fragile as the worst |
 //!
-//! The safe pairing (seed 003 §4.4): reads → failover; writes, deductions,
+//! The safe pairing: reads → failover; writes, deductions,
 //! transfers → failfast (or failback with an idempotency key); non-core
 //! statistics → failsafe. Failover refuses to send a non-idempotent request
 //! twice: only a [`ConnectFailure`](EndpointOutcome::ConnectFailure), which

@@ -1,9 +1,9 @@
 //! Fallback: what to return when the call did not produce a value — and a
 //! marker saying that it is not the real thing.
 //!
-//! After a breaker opens, the caller must return *something* (seed 001
-//! §6.3.1): a static default, a computed substitute, a cached last good
-//! value, or an explicit failure. Two rules from the seed shape this module:
+//! After a breaker opens, the caller must return *something*:
+//! a static default, a computed substitute, a cached last good
+//! value, or an explicit failure. Two rules shape this module:
 //!
 //! * **Degraded data must say so.** An empty list from a fallback and an
 //!   empty list from the dependency mean different things, and stale cache
@@ -12,7 +12,7 @@
 //!   the time the data is from (`as_of`). The cache's maximum age is its own
 //!   setting, independent of the breaker's open duration, so a long outage
 //!   never serves hours-old data silently.
-//! * **Irreversible operations never fall back** (§6.3.3). Payments, stock
+//! * **Irreversible operations never fall back**. Payments, stock
 //!   deduction, authorization: a default answer causes real loss. A
 //!   fallback configured for an operation marked irreversible is refused
 //!   when it is built; such calls fail explicitly.

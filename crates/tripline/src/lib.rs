@@ -11,7 +11,7 @@
 //! * [`clock`] — time is injected: [`ManualClock`] makes
 //!   every time-dependent behaviour testable without sleeping.
 //! * [`classify`] — which results count as failures.
-//! * The policies that must work with a breaker (seed 001 §6): [`retry`]
+//! * The policies that must work with a breaker: [`retry`]
 //!   with a shared [`budget`], [`timeout`]s and deadlines that travel with
 //!   the request, [`bulkhead`], [`fallback`], [`hedge`], and the
 //!   [`pipeline`] that composes them in the one order where they help each

@@ -1,8 +1,8 @@
 //! Outlier detection: find the few sick endpoints of a dependency and
 //! route around them, without ever routing around all of them.
 //!
-//! Instance-level protection means "call another one", not "stop calling"
-//! (seed 001 §5.1): one machine with a full disk, a GC storm or a bad host
+//! Instance-level protection means "call another one", not "stop calling":
+//! one machine with a full disk, a GC storm or a bad host
 //! should leave the pool for a while, while the dependency as a whole keeps
 //! serving. This module is Envoy's outlier detection as a library, running
 //! inside a [`Cluster`](crate::cluster::Cluster), on its injected clock.
@@ -57,7 +57,7 @@
 //! # Panic mode
 //!
 //! Ejecting shifts the ejected endpoints' traffic onto the others, which
-//! can topple them one after another (seed 001 §6.4.3). When the share of
+//! can topple them one after another. When the share of
 //! routable endpoints (neither ejected nor marked unhealthy) falls below
 //! the cluster's `panic_threshold_percent`, the cluster enters *panic
 //! mode*: health is ignored and traffic spreads over every endpoint,

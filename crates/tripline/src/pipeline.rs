@@ -1,8 +1,8 @@
 //! The composed pipeline: every policy in the one order that makes them
 //! help each other instead of fighting.
 //!
-//! Policies amplify or cancel each other depending on their order (seed 001
-//! §6). The pipeline fixes the canonical order, outermost first:
+//! Policies amplify or cancel each other depending on their order.
+//! The pipeline fixes the canonical order, outermost first:
 //!
 //! ```text
 //! fallback → overall deadline → retry (with budget) → circuit breaker → bulkhead → per-attempt timeout → call
@@ -12,7 +12,7 @@
 //!   loop, backoff included; below the floor the call fails fast.
 //! * The **breaker** counts each *logical* call's final outcome once, while
 //!   the retry loop checks it before every attempt — "outer statistics,
-//!   inner short-circuit" (§6.1.2): statistics keep business meaning, and an
+//!   inner short-circuit": statistics keep business meaning, and an
 //!   opening breaker stops the retries at once. A call the breaker rejects
 //!   is never retried and costs no budget. Local refusals (bulkhead full,
 //!   deadline floor) are never fed to the breaker as failures.
@@ -191,7 +191,7 @@ impl Inner {
         }
     }
 
-    /// Fails fast when less than the floor is left (seed 001 §6.2.2).
+    /// Fails fast when less than the floor is left.
     #[inline]
     pub(crate) fn check_floor(
         &self,

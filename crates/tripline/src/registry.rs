@@ -4,12 +4,12 @@
 //! # Why a registry
 //!
 //! The right granularity is usually finer than "one breaker per
-//! dependency" (seed 001 §5.1): a service-level breaker cuts off nineteen
+//! dependency": a service-level breaker cuts off nineteen
 //! healthy methods because one is slow; method level (`service + method`)
 //! is the usual default; instance level isolates one bad host; parameter
 //! level (tenant, shard) isolates one bad shard. Finer keys multiply
 //! breakers — 50 services × 20 methods × 20 instances is 20 000 of them
-//! (§3.3.2) — and a business key's cardinality is whatever the traffic says
+//! — and a business key's cardinality is whatever the traffic says
 //! it is. So a [`BreakerRegistry`] creates breakers on first use from a
 //! family config (with per-key overrides), caps their number at
 //! `max_breakers` with an explicit [`OverflowPolicy`], and evicts breakers
@@ -62,7 +62,7 @@
 //! Per-key metrics ([`BreakerRegistry::metrics`]) are there for an admin
 //! page; for time series, export [`BreakerRegistry::stats`] — counts by
 //! state, creations, evictions, overflows — whose size does not grow with
-//! the keys (seed 001 §8.1.2). Events of every breaker reach
+//! the keys. Events of every breaker reach
 //! [`BreakerRegistry::subscribe`] tagged with their key.
 //!
 //! ```

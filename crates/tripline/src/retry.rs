@@ -1,7 +1,7 @@
 //! Retry: another attempt for a failure that may be transient — within
 //! limits that keep retries from becoming the outage.
 //!
-//! Seed 001 §6.1.1 gives four rules, and this policy enforces each:
+//! Four rules make retrying safe, and this policy enforces each:
 //!
 //! 1. *Retry in one layer only* — use the [`Pipeline`]
 //!    (or one `RetryLayer`) at the edge, not in every hop.

@@ -5,7 +5,7 @@
 //! that is *overloaded* — answering some requests and refusing the rest with
 //! "too busy" (HTTP 429, 503, gRPC `RESOURCE_EXHAUSTED`) — needs a dial:
 //! fewer requests, not none. Google SRE's client-side throttling ("Handling
-//! Overload", seed 001 §4.1.2) is that dial.
+//! Overload") is that dial.
 //!
 //! # Algorithm
 //!
@@ -56,7 +56,7 @@
 //! | overloaded but working       | explicit overload answers (429/503)    | [`AdaptiveThrottle`]       | send fewer requests, smoothly   |
 //! | down or broken               | connect errors, timeouts, 5xx, slow calls | [`CircuitBreaker`](crate::CircuitBreaker) | stop sending, probe later |
 //!
-//! Seed 001 §6.4.2: an overload refusal proves the server is alive and
+//! An overload refusal proves the server is alive and
 //! merely busy, so feeding it into a breaker's failure rate turns "busy"
 //! into "cut off" — exactly the wrong reaction. Route overload signals to
 //! the throttle (the breaker's classifier marks them `Ignored`) and health

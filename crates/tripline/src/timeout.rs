@@ -2,9 +2,9 @@
 //! work for a caller who has already given up.
 //!
 //! Without a timeout a slow dependency never *fails*, so the breaker never
-//! trips while threads pile up (seed 001 §6.2.1). And timeouts that are not
+//! trips while threads pile up. And timeouts that are not
 //! cut from one end-to-end budget waste work: A gives up after 3 s while B
-//! and C keep working for nobody (§1.1.2). So tripline has two:
+//! and C keep working for nobody. So tripline has two:
 //!
 //! * a **per-attempt timeout** ([`TimeoutConfig::per_attempt`]) bounding
 //!   one attempt, so the breaker sees slowness as failure; and
@@ -14,7 +14,7 @@
 //!   processes in an HTTP header carrying the *remaining* budget
 //!   ([`DEADLINE_HEADER`], and gRPC's `grpc-timeout` on the way in). Each
 //!   layer checks the remaining budget before it starts and fails fast when
-//!   less than its floor ([`TimeoutConfig::min_remaining`]) is left (§6.2.2).
+//!   less than its floor ([`TimeoutConfig::min_remaining`]) is left.
 //!
 //! Synchronous code cannot be preempted: the sync pipeline hands each
 //! attempt its deadline (to pass to the client's own socket timeout) and
@@ -123,7 +123,7 @@ pub struct TimeoutConfig {
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
     pub overall: Option<Duration>,
     /// Fail fast, without calling, when less than this is left of the
-    /// deadline (seed 001 §6.2.2): the dependency could not answer in time.
+    /// deadline: the dependency could not answer in time.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub min_remaining: Duration,
 }

@@ -1,4 +1,4 @@
-//! Table-driven state-machine tests on a ManualClock (seed 001 §9.1.2):
+//! Table-driven state-machine tests on a ManualClock:
 //! every legal transition and the boundaries — exactly `minimum_calls`,
 //! exactly the threshold, window edges and bucket expiry, half-open quota
 //! exhausted, cancelled probes, stale generations, operator states.

@@ -1,6 +1,7 @@
 //! Retry budget: the ratio bound (fractional ratios included), sharing
 //! across clones and threads, open breakers, refusal reasons, and the
-//! three-service retry storm of seed 001 §1.1.2.
+//! three-service retry storm (each layer retrying three times multiplies the
+//! load on the bottom service by 27).
 
 use std::time::Duration;
 
@@ -254,7 +255,7 @@ fn storm(with_budget: bool, requests: u64) -> u64 {
     c_calls
 }
 
-/// Seed 001 §1.1.2: A → B → C, A and B each retry twice; when C fails, C
+/// A → B → C, A and B each retry twice; when C fails, C
 /// sees 9× the traffic. With a 10% budget at each hop it sees at most
 /// (1 + 0.1)² × the traffic.
 #[test]

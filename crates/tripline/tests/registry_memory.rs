@@ -1,4 +1,4 @@
-//! Memory of keyed breakers (seed 001 §3.3.2): 20 000 breakers — 50
+//! Memory of keyed breakers: 20 000 breakers — 50
 //! services × 20 methods × 20 instances — with 10-bucket time windows fit
 //! in 40 MiB, and a churn of 1 000 000 distinct keys through a registry of
 //! at most 10 000 stays bounded in breakers and in bytes.

@@ -1,4 +1,4 @@
-//! Throttle then breaker, each on its own signal (seed 001 §4.1.2, §6.4.2):
+//! Throttle then breaker, each on its own signal:
 //! an overloaded backend is shed in proportion and never trips the breaker;
 //! a dead backend trips the breaker and never moves the throttle; after
 //! both episodes, traffic flows in full again.

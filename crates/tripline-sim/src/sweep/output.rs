@@ -165,7 +165,7 @@ pub fn csv(s: &Sweep) -> String {
 }
 
 /// Two scatter plots of detection delay against false trips and against
-/// collateral rejections: the trade-off of seed 001 §7. The ten best are
+/// collateral rejections: the trade-off every breaker config makes. The ten best are
 /// blue, the best is labelled; hover shows each point's parameters.
 pub fn chart(s: &Sweep) -> String {
     let (w, h, pw, ph) = (960.0, 420.0, 380.0, 300.0);

@@ -1,9 +1,9 @@
 //! How long the breaker stays open: fixed, or exponential backoff with jitter.
 //!
 //! A fixed open duration makes every replica that tripped together probe
-//! together, hitting a recovering dependency with synchronised spikes (seed
-//! 001 §4.2.1). Backoff lengthens the wait after each failed probe round and
-//! jitter spreads replicas apart (§4.2.2). The random source is a SplitMix64
+//! together, hitting a recovering dependency with synchronised spikes.
+//! Backoff lengthens the wait after each failed probe round and
+//! jitter spreads replicas apart. The random source is a SplitMix64
 //! stream seeded per breaker instance, so replicas never share a sequence and
 //! the simulator stays reproducible.
 
@@ -49,7 +49,7 @@ fn default_multiplier() -> f64 {
     2.0
 }
 
-/// Randomisation of a wait (seed 001 §4.2.2).
+/// Randomisation of a wait.
 ///
 /// In config: `"none"`, `"full"`, `"equal"`, or a number `f` in [0, 1] for
 /// a proportional ±f.
@@ -163,7 +163,7 @@ pub(crate) fn unit_f64(state: &mut u64) -> f64 {
 }
 
 /// Mixes a seed with an instance id so replicas built from one seed still
-/// draw different jitter (seed 001 §4.2.2).
+/// draw different jitter.
 pub(crate) fn mix_seed(seed: u64, instance: u64) -> u64 {
     let mut s = instance ^ 0xD1B5_4A32_D192_ED03;
     seed ^ splitmix64(&mut s)

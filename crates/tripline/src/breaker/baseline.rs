@@ -1,5 +1,5 @@
 //! Baseline-relative slow calls: a slow-call threshold learned from the
-//! dependency's own healthy latency (seed 001 §3.2.1, §7.2.1: "P99 of the
+//! dependency's own healthy latency ("P99 of the
 //! steady state × 2–3"), instead of a number someone guessed.
 //!
 //! # Sketch

@@ -1,11 +1,11 @@
 //! Breaker configuration: one vocabulary for the library, the simulator's
-//! scenario files and the proxy (DESIGN §4).
+//! scenario files and the proxy.
 //!
 //! Plain structs with `Default`, (de)serialised with serde when the `serde`
 //! feature is on (durations as `"5s"`, rates as fractions 0.0–1.0, unknown
 //! keys refused), and validated once when a breaker is built. Validation
 //! refuses hard contradictions with an error naming the field and the
-//! constraint, and returns softer ones (seed 001 §7.1.2) as warnings.
+//! constraint, and returns softer ones as warnings.
 
 use std::fmt;
 use std::time::Duration;
@@ -43,7 +43,7 @@ pub struct CircuitBreakerConfig {
     /// What the trip decision looks at: the last N calls or the last T seconds.
     pub window: WindowConfig,
     /// Below this many calls in the window the breaker never trips: small
-    /// samples give meaningless rates (seed 001 §3.3.3).
+    /// samples give meaningless rates.
     pub minimum_calls: u32,
     /// Trip when failures / calls ≥ this (0, 1].
     pub failure_rate_threshold: f64,
@@ -68,7 +68,7 @@ pub struct CircuitBreakerConfig {
     /// collect `minimum_calls`.
     pub expected_calls_per_second: Option<f64>,
     /// Hysteresis: no automatic transition sooner than this after the last
-    /// one, so a breaker near its threshold cannot flap (seed 001 §4.3.2).
+    /// one, so a breaker near its threshold cannot flap.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
     pub min_state_duration: Option<Duration>,
     /// A stricter threshold for a while after recovering.
@@ -80,13 +80,13 @@ pub struct CircuitBreakerConfig {
     pub slow_call: Option<SlowCallBaseline>,
     /// A half-open probe fails when it is slower than the slow-call
     /// threshold × this (≥ 1): relaxed, because a recovering dependency is
-    /// often slow before it is fast again (seed 001 §4.3.1), but not blind,
+    /// often slow before it is fast again, but not blind,
     /// or a dependency that only turned slow would flap closed and open.
     pub slow_probe_factor: f64,
 }
 
 impl Default for CircuitBreakerConfig {
-    /// Conservative defaults (seed 001 §7.3.2: better to trip too late than
+    /// Conservative defaults (better to trip too late than
     /// by mistake): 100-call window, 20 calls minimum, 50% failures, slow
     /// detection off, 5 s open, 5 probes at a stricter 20%, 60 s half-open cap.
     fn default() -> Self {
@@ -113,7 +113,7 @@ impl Default for CircuitBreakerConfig {
     }
 }
 
-/// The sliding window behind the trip decision (seed 001 §3.3.1).
+/// The sliding window behind the trip decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(
@@ -150,7 +150,7 @@ impl WindowConfig {
     pub const MAX_LENGTH: Duration = Duration::from_secs(3600);
 }
 
-/// How probes are admitted and judged while half-open (seed 001 §2.2.3, §4.1).
+/// How probes are admitted and judged while half-open.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(
@@ -457,7 +457,7 @@ impl CircuitBreakerConfig {
                 "half_open.failure_rate_threshold",
                 format!(
                     "{t} leaves less than 20 points of hysteresis below failure_rate_threshold \
-                     ({}): a dependency hovering near the threshold will flap (seed 001 §7.1.2)",
+                     ({}): a dependency hovering near the threshold will flap",
                     self.failure_rate_threshold
                 ),
             );

@@ -1,4 +1,4 @@
-//! Events: every decision a breaker takes, explained (DESIGN §3, seed 001 §8.2).
+//! Events: every decision a breaker takes, explained.
 //!
 //! A transition event carries what an on-call engineer needs to judge it
 //! without another system: from, to, when, why, the window that caused it,

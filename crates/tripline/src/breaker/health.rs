@@ -1,4 +1,4 @@
-//! Active health probing (seed 001 §4.3.3): while the breaker is open, a
+//! Active health probing: while the breaker is open, a
 //! cheap, side-effect-free health check finds out whether the dependency
 //! has recovered, so that business traffic — which may write, charge or
 //! reserve — is not the first probe.

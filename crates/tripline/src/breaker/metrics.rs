@@ -1,4 +1,4 @@
-//! A breaker's counters, as one snapshot (seed 001 §8.1).
+//! A breaker's counters, as one snapshot.
 //!
 //! Rejections are counted apart from failures: mixing them makes a
 //! dependency that recovered long ago look like it is still failing.

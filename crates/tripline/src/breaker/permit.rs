@@ -4,8 +4,8 @@
 //! Dropping an unrecorded permit — the future was cancelled, the closure
 //! panicked, the caller gave up — releases its half-open slot with a neutral
 //! verdict: cancellation is not evidence about the dependency, and a slot
-//! that is never returned would pin the breaker half-open forever (seed 001
-//! §2.2.4). No code path can leak a slot.
+//! that is never returned would pin the breaker half-open forever.
+//! No code path can leak a slot.
 
 use std::fmt;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use crate::sync::Arc;
 /// A call refused by the breaker itself, without reaching the dependency.
 ///
 /// Distinct from every failure of the dependency, so callers and dashboards
-/// can tell "rejected locally" from "failed remotely" (seed 001 §8.3).
+/// can tell "rejected locally" from "failed remotely".
 ///
 /// An open breaker hands these out at the full call rate, so the value is
 /// two words and its wait stays in nanoseconds until somebody asks for it

@@ -1,4 +1,4 @@
-//! The sliding windows behind the trip decision (seed 001 §3.3).
+//! The sliding windows behind the trip decision.
 //!
 //! Both windows track calls, failures, slow calls and slow failures, are
 //! written lock-free on every recorded call, and reset in O(1)/O(buckets)

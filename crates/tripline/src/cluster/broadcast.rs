@@ -2,7 +2,7 @@
 //! `fail_percent` do).
 //!
 //! For state that lives on every node: invalidating local caches, pushing
-//! a revoked token to every instance (seed 003 §2.6). Every endpoint of the
+//! a revoked token to every instance. Every endpoint of the
 //! cluster is called — ejected and unhealthy ones too, since a node that
 //! misses an invalidation keeps serving stale data, whatever its latency
 //! record. Each endpoint's breaker still decides: a refusal counts as that

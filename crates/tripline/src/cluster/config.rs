@@ -50,7 +50,7 @@ pub struct ClusterConfig {
     pub balancer: Balancer,
     /// Below this share of routable endpoints, in percent (0–100), health
     /// is ignored and traffic spreads over every endpoint (Envoy's
-    /// healthy panic threshold, seed 001 §6.4.3); 0 never panics.
+    /// healthy panic threshold); 0 never panics.
     pub panic_threshold_percent: u32,
     /// The template of every endpoint's breaker, named `"<name>:<endpoint id>"`.
     pub breaker: CircuitBreakerConfig,

@@ -2,8 +2,8 @@
 //! background until it is delivered, or given up.
 //!
 //! For work that must happen eventually but not now: loyalty points after
-//! a payment, audit-log shipping, asynchronous notifications (seed 003
-//! §2.4). [`Failback::submit`] makes one attempt on a selected endpoint; if
+//! a payment, audit-log shipping, asynchronous notifications.
+//! [`Failback::submit`] makes one attempt on a selected endpoint; if
 //! it fails (or no endpoint can take it), the request's payload is appended
 //! to an append-only log on disk and the caller is told it is
 //! [`Queued`](Submitted::Queued). Delivery is then retried with backoff —

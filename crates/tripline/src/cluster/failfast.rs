@@ -1,7 +1,7 @@
 //! Failfast: one attempt on one endpoint, the error as is.
 //!
 //! For operations that must never run twice — placing an order, deducting
-//! stock, moving money (seed 003 §2.2): no retry, no extra load on a
+//! stock, moving money: no retry, no extra load on a
 //! struggling dependency, the fastest answer. Selection still skips
 //! endpoints that are ejected or whose breaker is open, so the one attempt
 //! goes to an endpoint that can take it; when none can, the call fails at

@@ -1,8 +1,8 @@
 //! Failover: when an endpoint fails, try another one not yet tried.
 //!
-//! Seed 003 §2.1: it masks one node's blip or death, at the price of
+//! It masks one node's blip or death, at the price of
 //! latency, and — applied blindly — of a retry storm when the dependency
-//! as a whole is overloaded (§4.1). So this failover is bounded on every side:
+//! as a whole is overloaded. So this failover is bounded on every side:
 //!
 //! * at most `retries` further attempts, each on a *distinct* endpoint;
 //!   endpoints that are ejected or whose breaker is open are skipped by
@@ -11,7 +11,7 @@
 //!   error is final;
 //! * a non-idempotent operation (`idempotent: false`) is never sent twice:
 //!   it fails over only from a [`ConnectFailure`](EndpointOutcome::ConnectFailure),
-//!   which never reached the endpoint (§4.4);
+//!   which never reached the endpoint;
 //! * every failover spends one token of a shared [`RetryBudget`], if one
 //!   is set, so that during an outage failovers stop by themselves;
 //! * the deadline ([`Deadline::current`]) is checked before the first

@@ -1,8 +1,8 @@
 //! Failsafe: on failure, return a default — marked degraded, and counted.
 //!
 //! For side paths whose failure must never fail the main flow: writing a
-//! user-behaviour log, a marketing notification, click-stream data (seed
-//! 003 §2.3). Dubbo's failsafe logs the error and returns null; here the
+//! user-behaviour log, a marketing notification, click-stream data.
+//! Dubbo's failsafe logs the error and returns null; here the
 //! default comes wrapped in [`Served`] with a [`Degraded`] marker (reason
 //! and source), so code downstream can tell a real empty answer from a
 //! swallowed failure, and every swallowed failure is counted

@@ -1,7 +1,7 @@
 //! Forking: call `forks` distinct endpoints at once; the first success
 //! wins and the others are cancelled.
 //!
-//! For reads where tail latency matters more than load (seed 003 §2.5):
+//! For reads where tail latency matters more than load:
 //! one slow or dying replica no longer decides the p99, at the price of
 //! `forks`× the work. The losers' futures are dropped as soon as a winner
 //! answers, which cancels them: their breaker permits are released with a

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::pipeline::PolicyConfigError;
 
-/// How endpoints are judged and ejected (seed 001 §5.1, §6.4.3; Envoy's
+/// How endpoints are judged and ejected (Envoy's
 /// `outlier_detection`). Every detector is optional: `None` switches it
 /// off, and its `enforcing_percent` set to 0 makes it detect-only (events,
 /// no ejection) for a careful rollout.
@@ -48,7 +48,7 @@ pub struct OutlierConfig {
     pub max_ejection_time_jitter: Duration,
     /// Most endpoints ejected at once, as a percentage (0–100) of the
     /// cluster, rounded *down*: with 3 endpoints and 50 %, at most one.
-    /// Ejecting everyone would leave traffic nowhere (seed 001 §5.1).
+    /// Ejecting everyone would leave traffic nowhere.
     pub max_ejection_percent: u32,
     /// Allow one ejection even when `max_ejection_percent` rounds down to
     /// zero (a small cluster with a low percentage).

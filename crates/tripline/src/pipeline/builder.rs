@@ -100,8 +100,7 @@ impl PipelineBuilder {
     }
 
     /// Marks the operation irreversible (payments, stock deduction,
-    /// authorization): it refuses a fallback and must fail explicitly
-    /// (seed 001 §6.3.3).
+    /// authorization): it refuses a fallback and must fail explicitly.
     pub fn irreversible(mut self) -> Self {
         self.irreversible = true;
         self

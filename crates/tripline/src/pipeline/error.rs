@@ -2,7 +2,7 @@
 //!
 //! A caller (and the on-call engineer after them) must be able to tell "a
 //! local policy refused" from "the dependency failed", and which policy
-//! refused and why (seed 001 §8.3): every variant of [`PolicyError`] but
+//! refused and why: every variant of [`PolicyError`] but
 //! [`Inner`](PolicyError::Inner) is a local decision, with the data needed
 //! to act on it (`retry_after`, the remaining budget, the limit that was hit).
 

@@ -1,4 +1,4 @@
-//! Which stack orders hurt, and why (seed 001 §6).
+//! Which stack orders hurt, and why.
 //!
 //! With hand-stacked layers (tower's `ServiceBuilder`, say) nothing stops a
 //! stack that makes policies fight. [`check_order`] takes a stack, outermost

@@ -1,6 +1,6 @@
-//! Registry configuration, in the breaker's vocabulary (DESIGN §4): the
+//! Registry configuration, in the breaker's vocabulary: the
 //! family's breaker template plus the bounds that keep a keyed family from
-//! growing without limit (seed 001 §3.3.2).
+//! growing without limit.
 
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ pub struct RegistryConfig {
 pub enum OverflowPolicy {
     /// Every key that finds no room shares one breaker, named
     /// `"<family>:overflow"`: calls stay protected at a coarser
-    /// granularity (seed 001 §5.1.2: merge one level up), at the price of
+    /// granularity (merge one level up), at the price of
     /// those keys tripping together.
     #[default]
     SharedOverflow,

@@ -1,5 +1,5 @@
 //! Idle eviction: drop `Closed` breakers whose call counts have not moved
-//! for `idle_ttl` (seed 001 §3.3.2), without a write on the call path.
+//! for `idle_ttl`, without a write on the call path.
 //!
 //! # Algorithm
 //!

@@ -1,4 +1,4 @@
-//! Live reconfiguration of a whole family (DESIGN §4): one call changes
+//! Live reconfiguration of a whole family: one call changes
 //! the config of every breaker that follows the family template, present
 //! and future, without losing their state.
 

@@ -1,6 +1,6 @@
 //! What a registry reports: per-key metrics for an admin page, and
 //! registry-wide counts whose size does not grow with the keys, for time
-//! series (seed 001 §8.1.2: instance- and parameter-level breakers must not
+//! series (instance- and parameter-level breakers must not
 //! turn into one series per key).
 
 use std::sync::atomic::Ordering;
@@ -9,7 +9,7 @@ use super::{BreakerRegistry, RegistryKey};
 use crate::breaker::{CircuitBreaker, Metrics, State};
 
 /// Registry-wide counts whose size does not grow with the keys: the
-/// series to export when per-key series would explode (seed 001 §8.1.2).
+/// series to export when per-key series would explode.
 ///
 /// ```
 /// use tripline::registry::{BreakerRegistry, RegistryConfig};

@@ -2,7 +2,7 @@
 //!
 //! Retrying at once is the worst choice: a fault needs time to clear, and
 //! three attempts squeezed into a few milliseconds hit the dependency harder
-//! than normal traffic (seed 001 §6.1.1, third rule). Three shapes:
+//! than normal traffic. Three shapes:
 //!
 //! * `Constant` — the same pause every time;
 //! * `Exponential` — `initial × multiplierⁿ`, capped at `max`;

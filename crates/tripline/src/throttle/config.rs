@@ -1,4 +1,4 @@
-//! Throttle configuration, in the breaker's vocabulary (DESIGN §4): plain
+//! Throttle configuration, in the breaker's vocabulary: plain
 //! structs with `Default`, serde with durations as `"10s"` and unknown keys
 //! refused, validated once by [`AdaptiveThrottle::try_new`](super::AdaptiveThrottle::try_new).
 

@@ -1,14 +1,13 @@
 //! Config of the breaker's recovery and adaptivity features: hysteresis
 //! (`min_state_duration`, `cooldown`), warm-up, ramp-up probing and
-//! baseline-relative slow calls (seed 001 §2.1.2, §4.1.1, §4.3.2, §3.2.1).
+//! baseline-relative slow calls.
 
 use std::time::Duration;
 
 use super::{ConfigError, MAX_OPEN_DURATION, check_duration, check_rate};
 
 /// A more sensitive failure threshold for a while after the breaker closes:
-/// a dependency that just recovered is the likeliest to fail again (seed
-/// 001 §4.3.2).
+/// a dependency that just recovered is the likeliest to fail again.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -35,8 +34,8 @@ pub enum WarmUpMode {
 
 /// A grace period after creation or a config change, so that a cold
 /// instance (empty pools, cold caches, unjitted code) does not trip itself
-/// off on its own slowness (seed 001 §2.1.2), and a config switch does not
-/// trip on the old sample (§7.2.3).
+/// off on its own slowness, and a config switch does not
+/// trip on the old sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -52,7 +51,7 @@ pub struct WarmUp {
 /// A slow-call threshold learned from the dependency's own healthy latency
 /// instead of a fixed `slow_call_duration`: a call is slow when it exceeds
 /// `factor ×` the `baseline_quantile` of recent healthy calls, clamped to
-/// `[floor, ceiling]` (seed 001 §3.2.1: "P99 × 2–3").
+/// `[floor, ceiling]` ("P99 × 2–3").
 ///
 /// The baseline learns only from successful, not-slow calls while the
 /// breaker is closed and its window healthy, and moves at most `max_step`
@@ -140,8 +139,7 @@ impl SlowCallBaseline {
 }
 
 /// Ramp-up probing: the share of traffic admitted at each step, for
-/// dependencies whose recovery must not meet full load at once (seed 001
-/// §2.2.3, §4.1.1).
+/// dependencies whose recovery must not meet full load at once.
 pub(crate) fn validate_ramp(
     steps: &[f64],
     step_duration: Duration,

@@ -28,7 +28,7 @@ pub struct FailoverConfig {
     pub idempotent: bool,
     /// The wait before trying the next endpoint: none by default, since
     /// the next attempt goes elsewhere; a backoff spreads a fleet's
-    /// failovers when a whole dependency wobbles (seed 003 §4.1).
+    /// failovers when a whole dependency wobbles.
     pub backoff: RetryBackoff,
     /// Do not start an attempt with less than this left of the deadline.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
