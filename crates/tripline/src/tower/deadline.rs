@@ -21,7 +21,7 @@ use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer, timeout};
 ///    earlier of it, the context's [`Deadline::current`] and the layer's
 ///    default budget;
 /// 2. fails fast with [`DeadlineExceeded`] when less than `floor` is left
-/// — the inner service is not called;
+///    — the inner service is not called;
 /// 3. rewrites the header with the budget left, so the next hop inherits it;
 /// 4. runs the inner call with the deadline as its task-local context and
 ///    abandons it when the deadline passes.
