@@ -20,4 +20,14 @@
 //!
 #![forbid(unsafe_code)]
 
+pub mod body;
 pub mod config;
+mod forward;
+mod headers;
+mod proxy;
+pub mod rejection;
+mod route;
+mod server;
+
+pub use proxy::{Proxy, ProxyBuilder};
+pub use server::{Drained, Running};

@@ -1,0 +1,168 @@
+//! Listening, serving connections, and draining on shutdown.
+//!
+//! Each accepted connection is served by hyper's HTTP/1.1 server on its
+//! own task, with `TCP_NODELAY` set and a bound on how long the client may
+//! take to send a request's headers. On shutdown the listeners stop
+//! accepting, every connection is asked to finish its request in flight
+//! and then close (keep-alive ends), and the proxy waits for them — up to
+//! the drain timeout, after which the remaining connections are dropped.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::forward::handle;
+use crate::proxy::{Inner, Proxy};
+
+/// A proxy serving its listeners; dropping it does not stop it, call
+/// [`shutdown`](Running::shutdown).
+#[derive(Debug)]
+pub struct Running {
+    addrs: Vec<SocketAddr>,
+    stop: watch::Sender<bool>,
+    /// Closed (every sender dropped) when the last connection has ended.
+    connections: mpsc::Receiver<()>,
+    accept: JoinSet<()>,
+    drain_timeout: Duration,
+}
+
+/// How a drain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// Whether every connection finished before the drain timeout.
+    pub complete: bool,
+}
+
+impl Proxy {
+    /// Binds every listener and starts serving; returns once all are bound.
+    pub async fn start(&self) -> io::Result<Running> {
+        let (stop, stop_rx) = watch::channel(false);
+        let (alive, connections) = mpsc::channel(1);
+        let mut addrs = Vec::new();
+        let mut accept = JoinSet::new();
+        for l in &self.inner.config.listeners {
+            let listener = TcpListener::bind(l.address.as_str()).await?;
+            addrs.push(listener.local_addr()?);
+            let inner = self.inner.clone();
+            accept.spawn(accept_loop(listener, inner, stop_rx.clone(), alive.clone()));
+        }
+        Ok(Running {
+            addrs,
+            stop,
+            connections,
+            accept,
+            drain_timeout: self.inner.config.proxy.drain_timeout,
+        })
+    }
+}
+
+impl Running {
+    /// The bound addresses, in listener order (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Stops accepting, lets requests in flight finish, and returns when
+    /// every connection has closed or the drain timeout has passed.
+    pub async fn shutdown(mut self) -> Drained {
+        let _ = self.stop.send(true);
+        self.accept.shutdown().await;
+        let all_closed = async { while self.connections.recv().await.is_some() {} };
+        let complete = tokio::time::timeout(self.drain_timeout, all_closed)
+            .await
+            .is_ok();
+        Drained { complete }
+    }
+
+    /// Serves until `signal` completes, then drains.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) -> Drained {
+        signal.await;
+        self.shutdown().await
+    }
+
+    /// Serves until SIGTERM or Ctrl-C, then drains.
+    pub async fn run_until_signal(self) -> Drained {
+        self.run_until(shutdown_signal()).await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    inner: Arc<Inner>,
+    mut stop: watch::Receiver<bool>,
+    alive: mpsc::Sender<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tokio::spawn(serve(stream, peer, inner.clone(), stop.clone(), alive.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: keep serving those we have.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+}
+
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    inner: Arc<Inner>,
+    mut stop: watch::Receiver<bool>,
+    _alive: mpsc::Sender<()>,
+) {
+    let _ = stream.set_nodelay(true);
+    let header_read_timeout = inner.config.proxy.header_read_timeout;
+    let service = service_fn(move |req| {
+        let inner = inner.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(&inner, req, peer).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .serve_connection(TokioIo::new(stream), service);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.changed() => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
+}

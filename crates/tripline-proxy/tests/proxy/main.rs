@@ -1,0 +1,8 @@
+//! The proxy over real sockets on 127.0.0.1: upstreams that fail, hang,
+//! close mid-answer or push back; every wait is bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+mod breaking;
+mod support;
+mod upstream_failures;
