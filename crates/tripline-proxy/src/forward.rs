@@ -82,8 +82,10 @@ pub(crate) async fn handle(
     };
     let mut retry_refused = false;
     let mut number = 1;
+    let mut endpoints = Vec::new();
     loop {
-        let tried = attempt::try_once(proxy, route, &parts, &mut body, deadline).await;
+        let tried =
+            attempt::try_once(proxy, route, &parts, &mut body, deadline, &mut endpoints).await;
         let outcome = tried.outcome();
         let again = outcome.is_some_and(|o| o.is_failure())
             && number < route.retry.attempts

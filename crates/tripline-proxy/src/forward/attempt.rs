@@ -7,7 +7,7 @@ use http::{Request, Response, Uri, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tripline::Clock;
-use tripline::cluster::{EndpointOutcome, Lease};
+use tripline::cluster::{EndpointId, EndpointOutcome, Lease};
 use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
@@ -95,14 +95,24 @@ pub(super) async fn try_once(
     parts: &Parts,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
+    tried: &mut Vec<EndpointId>,
 ) -> Tried {
     let clock = TokioClock;
     let remaining = deadline.map(|d| d.remaining(&clock));
     if remaining.is_some_and(|r| r.is_zero()) {
         return Tried::Refused(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)));
     }
-    let lease = match route.cluster.select() {
-        Ok(lease) => lease,
+    // A retry goes to another endpoint when there is one; with a single
+    // routable endpoint, to the same one again (a blip may have passed).
+    let selected = match route.cluster.select_avoiding(tried) {
+        Err(_) if !tried.is_empty() => route.cluster.select(),
+        selected => selected,
+    };
+    let lease = match selected {
+        Ok(lease) => {
+            tried.push(lease.endpoint().id().clone());
+            lease
+        }
         Err(_) => {
             return Tried::Refused(Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name)));
         }

@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
 mod breaking;
+mod retries;
 mod support;
 mod upstream_failures;

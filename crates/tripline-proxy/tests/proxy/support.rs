@@ -1,8 +1,8 @@
 //! Real upstreams, a real proxy and a real client on 127.0.0.1.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,6 +26,8 @@ pub const BOUND: Duration = Duration::from_secs(10);
 pub struct Upstream {
     pub addr: SocketAddr,
     pub hits: Arc<AtomicUsize>,
+    /// Every request's body, in arrival order.
+    pub bodies: Arc<Mutex<Vec<Bytes>>>,
 }
 
 impl Upstream {
@@ -38,23 +40,29 @@ impl Upstream {
         let hits = Arc::new(AtomicUsize::new(0));
         let answer = Arc::new(answer);
         let counted = hits.clone();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let answer = answer.clone();
                 let hits = counted.clone();
+                let kept = kept.clone();
                 let service = service_fn(move |req: Request<Incoming>| {
                     hits.fetch_add(1, Ordering::SeqCst);
                     let response = answer(&req);
+                    let kept = kept.clone();
                     async move {
                         // Read the whole request before answering.
-                        let _ = req.into_body().collect().await;
+                        if let Ok(body) = req.into_body().collect().await {
+                            kept.lock().unwrap().push(body.to_bytes());
+                        }
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
                 tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
             }
         });
-        Upstream { addr, hits }
+        Upstream { addr, hits, bodies }
     }
 
     pub fn hits(&self) -> usize {
@@ -123,13 +131,24 @@ pub fn client() -> Client<HttpConnector, Full<Bytes>> {
 
 /// Sends `req` through the proxy at `proxy`, bounded by [`BOUND`].
 pub async fn send(proxy: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+    send_body(proxy, method, path, headers, Bytes::new()).await
+}
+
+/// Like [`send`], with a request body.
+pub async fn send_body(
+    proxy: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> Answer {
     let mut builder = Request::builder()
         .method(method)
         .uri(format!("http://{proxy}{path}"));
     for (k, v) in headers {
         builder = builder.header(*k, *v);
     }
-    let req = builder.body(Full::new(Bytes::new())).unwrap();
+    let req = builder.body(Full::new(body)).unwrap();
     let response = tokio::time::timeout(BOUND, client().request(req))
         .await
         .expect("the proxy answers")
