@@ -28,12 +28,20 @@ use crate::proxy::{Inner, Proxy};
 #[derive(Debug)]
 pub struct Running {
     addrs: Vec<SocketAddr>,
-    stop: watch::Sender<bool>,
+    /// [`RUNNING`], then [`DRAINING`], then [`CUT`].
+    stop: watch::Sender<u8>,
     /// Closed (every sender dropped) when the last connection has ended.
     connections: mpsc::Receiver<()>,
     accept: JoinSet<()>,
     drain_timeout: Duration,
 }
+
+/// Serving.
+const RUNNING: u8 = 0;
+/// No new connections; requests in flight finish, then connections close.
+const DRAINING: u8 = 1;
+/// The drain timeout passed: remaining connections are dropped.
+const CUT: u8 = 2;
 
 /// How a drain ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +53,7 @@ pub struct Drained {
 impl Proxy {
     /// Binds every listener and starts serving; returns once all are bound.
     pub async fn start(&self) -> io::Result<Running> {
-        let (stop, stop_rx) = watch::channel(false);
+        let (stop, stop_rx) = watch::channel(RUNNING);
         let (alive, connections) = mpsc::channel(1);
         let mut addrs = Vec::new();
         let mut accept = JoinSet::new();
@@ -74,12 +82,13 @@ impl Running {
     /// Stops accepting, lets requests in flight finish, and returns when
     /// every connection has closed or the drain timeout has passed.
     pub async fn shutdown(mut self) -> Drained {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(DRAINING);
         self.accept.shutdown().await;
         let all_closed = async { while self.connections.recv().await.is_some() {} };
         let complete = tokio::time::timeout(self.drain_timeout, all_closed)
             .await
             .is_ok();
+        let _ = self.stop.send(CUT);
         Drained { complete }
     }
 
@@ -121,15 +130,17 @@ async fn shutdown_signal() {
 async fn accept_loop(
     listener: TcpListener,
     inner: Arc<Inner>,
-    mut stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
 ) {
+    let for_connections = stop.clone();
     loop {
         tokio::select! {
-            _ = stop.changed() => return,
+            _ = reached(&mut stop, DRAINING) => return,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    tokio::spawn(serve(stream, peer, inner.clone(), stop.clone(), alive.clone()));
+                    let stop = for_connections.clone();
+                    tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
                 }
                 Err(e) => {
                     // Out of descriptors and the like: keep serving those we have.
@@ -145,7 +156,7 @@ async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     inner: Arc<Inner>,
-    mut stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<u8>,
     _alive: mpsc::Sender<()>,
 ) {
     let _ = stream.set_nodelay(true);
@@ -161,8 +172,18 @@ async fn serve(
     let mut conn = std::pin::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,
-        _ = stop.changed() => {}
+        _ = reached(&mut stop, DRAINING) => {}
     }
     conn.as_mut().graceful_shutdown();
-    let _ = conn.await;
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        // Dropping the connection closes it, and cancels its request.
+        _ = reached(&mut stop, CUT) => {}
+    }
+}
+
+/// Waits until the shutdown has reached `level` (or the sender is gone).
+async fn reached(stop: &mut watch::Receiver<u8>, level: u8) {
+    // The guard `wait_for` returns is not `Send`: drop it here.
+    let _ = stop.wait_for(|s| *s >= level).await;
 }

@@ -4,6 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
 mod breaking;
+mod drain;
+mod headers;
+mod outlier;
 mod retries;
 mod support;
 mod upstream_failures;
