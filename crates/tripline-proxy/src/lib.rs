@@ -28,6 +28,7 @@ mod proxy;
 pub mod rejection;
 mod route;
 mod server;
+mod smuggling;
 
 pub use proxy::{Proxy, ProxyBuilder};
 pub use server::{Drained, Running};

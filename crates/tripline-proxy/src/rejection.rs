@@ -28,6 +28,7 @@
 //! | UT | upstream per-try timeout | 504 | `UT` |
 //! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` |
 //! | NR | no route matched | 404 | `NR` |
+//! | DPE | request smuggling attempt (`Content-Length` with `Transfer-Encoding`) | 400 | `DPE` (downstream protocol error) |
 
 mod response;
 
@@ -62,6 +63,9 @@ pub enum Reason {
     UpstreamReset,
     /// No route takes the request.
     NoRoute,
+    /// The request is malformed in a way that can smuggle a second request
+    /// (both `Content-Length` and `Transfer-Encoding`).
+    ProtocolError,
 }
 
 impl Reason {
@@ -79,6 +83,7 @@ impl Reason {
             Reason::UpstreamTimeout => "upstream_timeout",
             Reason::UpstreamReset => "upstream_reset",
             Reason::NoRoute => "no_route",
+            Reason::ProtocolError => "protocol_error",
         }
     }
 
@@ -96,6 +101,7 @@ impl Reason {
             Reason::UpstreamTimeout => "UT",
             Reason::UpstreamReset => "UC",
             Reason::NoRoute => "NR",
+            Reason::ProtocolError => "DPE",
         }
     }
 
@@ -106,6 +112,7 @@ impl Reason {
             Reason::UpstreamTimeout => 504,
             Reason::UpstreamReset => 502,
             Reason::NoRoute => 404,
+            Reason::ProtocolError => 400,
             _ => 503,
         }
     }

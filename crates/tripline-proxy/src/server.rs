@@ -22,6 +22,8 @@ use tokio::task::JoinSet;
 
 use crate::forward::handle;
 use crate::proxy::{Inner, Proxy};
+use crate::rejection::{Reason, Rejection};
+use crate::smuggling::Guarded;
 
 /// A proxy serving its listeners; dropping it does not stop it, call
 /// [`shutdown`](Running::shutdown).
@@ -161,9 +163,19 @@ async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let header_read_timeout = inner.config.proxy.header_read_timeout;
-    let service = service_fn(move |req| {
+    let (stream, conflict) = Guarded::new(stream);
+    let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
         let inner = inner.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&inner, req, peer).await) }
+        let smuggled = conflict.load(std::sync::atomic::Ordering::Acquire)
+            && req.headers().contains_key(http::header::TRANSFER_ENCODING);
+        async move {
+            if smuggled {
+                return Ok::<_, std::convert::Infallible>(
+                    Rejection::new(Reason::ProtocolError, None).response(),
+                );
+            }
+            Ok(handle(&inner, req, peer).await)
+        }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())

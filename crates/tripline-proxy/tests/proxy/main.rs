@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod bad_input;
 mod breaking;
 mod drain;
 mod headers;
