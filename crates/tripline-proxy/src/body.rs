@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 
 pub use replay::{RequestBody, read_for_replay};
-pub use tracked::Tracked;
+pub use tracked::{OnEnd, Tracked};
 
 /// Errors a proxied body can carry.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -73,7 +73,7 @@ pub(crate) async fn handle(
             Err(_) => return reject(Reason::UpstreamReset).response(),
         }
     } else {
-        RequestBody::Once(body.map_err(Into::into).boxed())
+        RequestBody::Once(Some(body.map_err(Into::into).boxed()))
     };
     let finish = Finish {
         route_permit,

@@ -18,6 +18,30 @@
 //! [`tripline::timeout::Deadline`]s read from and forwarded in
 //! `tripline-timeout-ms`.
 //!
+//! A request the proxy refuses says why, in headers a machine can read
+//! and a body a human can: see [`rejection`] for the causes, their short
+//! flags and their Envoy analogues.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tripline_proxy::{Proxy, config::ProxyConfig};
+//!
+//! let config = ProxyConfig::load(std::path::Path::new("proxy.toml"))?;
+//! let running = Proxy::try_new(config)?.start().await?;
+//! println!("listening on {:?}", running.local_addrs());
+//! running.run_until_signal().await; // SIGTERM or Ctrl-C, then drain
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What this milestone covers
+//!
+//! HTTP/1.1 both ways with keep-alive pools per endpoint, streamed bodies,
+//! graceful drain, request-smuggling refusal, route breakers, endpoint
+//! breakers with outlier ejection, budgeted retries and deadlines. Not
+//! yet: HTTP/2, TLS, rate limits, hedging, fault injection, access log,
+//! reload on SIGHUP, DNS re-resolution.
+
 #![forbid(unsafe_code)]
 
 pub mod body;

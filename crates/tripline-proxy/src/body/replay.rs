@@ -14,9 +14,9 @@ use super::{BoxError, ProxyBody, full};
 pub enum RequestBody {
     /// The whole body, small enough to send again on a retry.
     Replayable(Bytes),
-    /// A body too large to keep: it can be sent once, and the request is
-    /// not retried once it has been.
-    Once(ProxyBody),
+    /// A body too large to keep (or on a request that is never retried):
+    /// it can be sent once; `None` once it has been.
+    Once(Option<ProxyBody>),
 }
 
 impl RequestBody {
@@ -25,16 +25,7 @@ impl RequestBody {
     pub fn for_try(&mut self) -> Option<ProxyBody> {
         match self {
             RequestBody::Replayable(bytes) => Some(full(bytes.clone())),
-            RequestBody::Once(_) => {
-                match std::mem::replace(self, RequestBody::Replayable(Bytes::new())) {
-                    RequestBody::Once(body) => {
-                        // What remains is a marker that the body is spent.
-                        *self = RequestBody::Once(super::empty());
-                        Some(body)
-                    }
-                    RequestBody::Replayable(_) => None,
-                }
-            }
+            RequestBody::Once(body) => body.take(),
         }
     }
 
@@ -54,7 +45,7 @@ where
 {
     let hint = body.size_hint();
     if hint.lower() > limit as u64 {
-        return Ok(RequestBody::Once(body.map_err(Into::into).boxed()));
+        return Ok(RequestBody::Once(Some(body.map_err(Into::into).boxed())));
     }
     let mut kept = BytesMut::new();
     let mut seen = VecDeque::new();
@@ -84,13 +75,13 @@ where
     B: Body<Data = Bytes> + Send + Sync + Unpin + 'static,
     B::Error: Into<BoxError>,
 {
-    RequestBody::Once(
+    RequestBody::Once(Some(
         Prefixed {
             prefix: seen,
             rest: rest.map_err(Into::into).boxed(),
         }
         .boxed(),
-    )
+    ))
 }
 
 /// Frames already read, then the rest of the stream.
@@ -130,5 +121,52 @@ impl Body for Prefixed {
             hint.set_upper(upper + kept);
         }
         hint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A streamed body of `chunks` that declares no length.
+    struct Chunks(VecDeque<&'static [u8]>);
+
+    impl Body for Chunks {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(
+                self.0
+                    .pop_front()
+                    .map(|c| Ok(Frame::data(Bytes::from_static(c)))),
+            )
+        }
+    }
+
+    async fn whole(body: &mut RequestBody) -> Bytes {
+        body.for_try().unwrap().collect().await.unwrap().to_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_fits_is_kept_and_replayed() {
+        let mut body = read_for_replay(Chunks(VecDeque::from([&b"abc"[..], b"def"])), 6)
+            .await
+            .unwrap();
+        assert!(body.is_replayable());
+        assert_eq!(whole(&mut body).await, "abcdef");
+        assert_eq!(whole(&mut body).await, "abcdef");
+    }
+
+    #[tokio::test]
+    async fn a_stream_over_the_bound_is_sent_once_whole() {
+        let chunks = Chunks(VecDeque::from([&b"abc"[..], b"def", b"ghi"]));
+        let mut body = read_for_replay(chunks, 4).await.unwrap();
+        assert!(!body.is_replayable());
+        assert_eq!(whole(&mut body).await, "abcdefghi");
+        assert!(body.for_try().is_none(), "sent once");
     }
 }
