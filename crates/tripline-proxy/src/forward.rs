@@ -69,8 +69,9 @@ pub(crate) async fn handle(
     let mut body = if route.may_retry(&parts.method) {
         match read_for_replay(body, route.retry.max_buffered_body).await {
             Ok(b) => b,
-            // The client's own stream broke: nobody is left to answer.
-            Err(_) => return reject(Reason::UpstreamReset).response(),
+            // The client's own body could not be read (malformed chunks,
+            // or the client went away): nothing was sent upstream.
+            Err(_) => return reject(Reason::ProtocolError).response(),
         }
     } else {
         RequestBody::Once(Some(body.map_err(Into::into).boxed()))

@@ -12,8 +12,9 @@
 //! - a small JSON body saying the same for humans and scripts.
 //!
 //! Answers the proxy makes for a failed upstream (it could not connect,
-//! the connection broke, a try timed out) carry the flag too, with the
-//! status a client expects from a gateway: 502 or 504.
+//! the connection broke, a try timed out) are not refusals: they carry the
+//! flag but no `x-tripline-rejected`, with the status a client expects from
+//! a gateway (502, 503 or 504) and a JSON body `{"failed": ...}`.
 //!
 //! | flag | meaning | status | Envoy analogue |
 //! |---|---|---|---|

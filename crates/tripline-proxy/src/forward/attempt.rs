@@ -114,7 +114,8 @@ pub(super) async fn try_once(
             lease
         }
         Err(_) => {
-            return Tried::Refused(Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name)));
+            let rejection = Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name));
+            return Tried::Refused(rejection.retry_after(earliest_reopening(route)));
         }
     };
     let Some(body) = body.for_try() else {
@@ -165,6 +166,19 @@ pub(super) async fn try_once(
             }
         }
     }
+}
+
+/// When the first open endpoint breaker of the route's cluster lets a
+/// call through again, if any is open: the `Retry-After` of a
+/// `no_healthy_endpoint` refusal.
+fn earliest_reopening(route: &Route) -> Option<Duration> {
+    let endpoints = route.cluster.endpoints();
+    let until = endpoints
+        .iter()
+        .filter_map(|e| e.breaker().open_until_time())
+        .min()?;
+    let now = route.cluster.clock().now();
+    Some(until.saturating_duration_since(now)).filter(|d| !d.is_zero())
 }
 
 /// An endpoint that says when to come back (429 or 503 with

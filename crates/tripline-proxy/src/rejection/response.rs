@@ -56,10 +56,17 @@ impl Rejection {
         self
     }
 
-    /// The JSON body: `{"rejected":"circuit_open","flag":"CO",...}`.
+    /// The JSON body: `{"rejected":"circuit_open","flag":"CO",...}` for a
+    /// refusal, `{"failed":"upstream_timeout","flag":"UT",...}` for an
+    /// upstream's failure.
     pub fn json(&self) -> String {
+        let key = if self.reason.is_refusal() {
+            "rejected"
+        } else {
+            "failed"
+        };
         let mut body = serde_json::json!({
-            "rejected": self.reason.as_str(),
+            key: self.reason.as_str(),
             "flag": self.reason.flag(),
             "status": self.reason.status(),
         });
@@ -83,10 +90,12 @@ impl Rejection {
         *response.status_mut() =
             StatusCode::from_u16(self.reason.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
         let headers = response.headers_mut();
-        headers.insert(
-            REJECTED_HEADER,
-            HeaderValue::from_static(self.reason.as_str()),
-        );
+        if self.reason.is_refusal() {
+            headers.insert(
+                REJECTED_HEADER,
+                HeaderValue::from_static(self.reason.as_str()),
+            );
+        }
         headers.insert(FLAG_HEADER, HeaderValue::from_static(self.reason.flag()));
         let named = [(ROUTE_HEADER, &self.route), (BREAKER_HEADER, &self.breaker)];
         for (name, value) in named {

@@ -86,6 +86,11 @@ async fn retry_after_opens_the_endpoint_until_then() {
         Some("no_healthy_endpoint")
     );
     assert_eq!(refused.header("x-tripline-flag"), Some("NH"));
+    assert_eq!(
+        refused.header("retry-after"),
+        Some("30"),
+        "the endpoint's own wait"
+    );
     assert_eq!(upstream.hits(), 1);
     let endpoint = proxy
         .cluster("backend")

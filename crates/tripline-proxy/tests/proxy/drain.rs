@@ -3,30 +3,9 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use crate::support::*;
-
-/// An upstream that reports each request and answers when released.
-async fn held_upstream(release: Arc<Notify>) -> (std::net::SocketAddr, mpsc::Receiver<()>) {
-    let (arrived, arrivals) = mpsc::channel(8);
-    let addr = raw_upstream(move |mut s| {
-        let release = release.clone();
-        let arrived = arrived.clone();
-        async move {
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf).await;
-            let _ = arrived.send(()).await;
-            release.notified().await;
-            let _ = s
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\ndone")
-                .await;
-        }
-    })
-    .await;
-    (addr, arrivals)
-}
 
 #[tokio::test]
 async fn a_request_in_flight_finishes_while_new_connections_are_refused() {

@@ -8,6 +8,7 @@ mod breaking;
 mod drain;
 mod headers;
 mod outlier;
+mod refusals;
 mod retries;
 mod support;
 mod upstream_failures;

@@ -14,6 +14,7 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tripline::ManualClock;
 use tripline_proxy::config::ProxyConfig;
@@ -168,4 +169,26 @@ pub async fn send_body(
 
 pub async fn get(proxy: SocketAddr, path: &str) -> Answer {
     send(proxy, "GET", path, &[]).await
+}
+
+/// An upstream that reports each request and answers when released.
+pub async fn held_upstream(
+    release: Arc<tokio::sync::Notify>,
+) -> (SocketAddr, tokio::sync::mpsc::Receiver<()>) {
+    let (arrived, arrivals) = tokio::sync::mpsc::channel(8);
+    let addr = raw_upstream(move |mut s| {
+        let release = release.clone();
+        let arrived = arrived.clone();
+        async move {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let _ = arrived.send(()).await;
+            release.notified().await;
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\ndone")
+                .await;
+        }
+    })
+    .await;
+    (addr, arrivals)
 }
