@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use cluster::{BalancerName, ClusterSection};
+pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
 

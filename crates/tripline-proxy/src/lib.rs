@@ -36,10 +36,12 @@
 //!
 //! # What this milestone covers
 //!
-//! HTTP/1.1 both ways with keep-alive pools per endpoint, streamed bodies,
+//! HTTP/1.1 both ways with keep-alive pools per endpoint, h2c (HTTP/2 with
+//! prior knowledge) from clients and to clusters marked `protocol = "h2c"`,
+//! streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
 //! breakers with outlier ejection, budgeted retries and deadlines. Not
-//! yet: HTTP/2, TLS, rate limits, hedging, fault injection, access log,
+//! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
 //! reload on SIGHUP, DNS re-resolution.
 
 #![forbid(unsafe_code)]

@@ -27,7 +27,10 @@ pub(crate) struct Inner {
     pub(crate) config: ProxyConfig,
     pub(crate) routes: Vec<Route>,
     pub(crate) clusters: BTreeMap<String, Cluster>,
+    /// HTTP/1.1 upstreams.
     pub(crate) client: Client<HttpConnector, ProxyBody>,
+    /// h2c upstreams (HTTP/2 with prior knowledge).
+    pub(crate) h2c: Client<HttpConnector, ProxyBody>,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -68,7 +71,12 @@ impl ProxyBuilder {
                 .get(&section.cluster)
                 .cloned()
                 .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
-            routes.push(Route::build(&at, section, cluster, &self.clock)?);
+            let protocol = config
+                .clusters
+                .get(&section.cluster)
+                .map(|c| c.protocol)
+                .unwrap_or_default();
+            routes.push(Route::build(&at, section, cluster, protocol, &self.clock)?);
         }
         let p = &config.proxy;
         let mut connector = HttpConnector::new();
@@ -77,6 +85,10 @@ impl ProxyBuilder {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(p.pool_idle_timeout)
             .pool_max_idle_per_host(p.pool_max_idle_per_endpoint)
+            .build(connector.clone());
+        let h2c = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(p.pool_idle_timeout)
+            .http2_only(true)
             .build(connector);
         Ok(Proxy {
             inner: Arc::new(Inner {
@@ -84,6 +96,7 @@ impl ProxyBuilder {
                 routes,
                 clusters,
                 client,
+                h2c,
             }),
         })
     }

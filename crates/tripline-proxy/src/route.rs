@@ -11,13 +11,15 @@ use tripline::bulkhead::Bulkhead;
 use tripline::clock::SharedClock;
 use tripline::cluster::{Cluster, EndpointOutcome};
 
-use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection};
+use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection, UpstreamProtocol};
 
 /// One route, built from its config section.
 pub(crate) struct Route {
     pub(crate) name: Arc<str>,
     matcher: Matcher,
     pub(crate) cluster: Cluster,
+    /// What the cluster's endpoints speak.
+    pub(crate) protocol: UpstreamProtocol,
     pub(crate) breaker: Option<CircuitBreaker>,
     pub(crate) bulkhead: Option<Bulkhead>,
     pub(crate) budget: RetryBudget,
@@ -41,6 +43,7 @@ impl Route {
         at: &str,
         section: &RouteSection,
         cluster: Cluster,
+        protocol: UpstreamProtocol,
         clock: &SharedClock,
     ) -> Result<Route, ConfigError> {
         let invalid = |field: &str, e: &dyn std::fmt::Display| {
@@ -99,6 +102,7 @@ impl Route {
             name: section.name.as_str().into(),
             matcher,
             cluster,
+            protocol,
             breaker,
             bulkhead,
             budget,

@@ -1,7 +1,8 @@
 //! Listening, serving connections, and draining on shutdown.
 //!
-//! Each accepted connection is served by hyper's HTTP/1.1 server on its
-//! own task, with `TCP_NODELAY` set and a bound on how long the client may
+//! Each accepted connection is served on its own task by hyper: HTTP/1.1,
+//! or HTTP/2 when the client opens with the HTTP/2 preface (h2c with prior
+//! knowledge), with `TCP_NODELAY` set and a bound on how long the client may
 //! take to send a request's headers. On shutdown the listeners stop
 //! accepting, every connection is asked to finish its request in flight
 //! and then close (keep-alive ends), and the proxy waits for them — up to
@@ -13,9 +14,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -177,10 +178,13 @@ async fn serve(
             Ok(handle(&inner, req, peer).await)
         }
     });
-    let conn = http1::Builder::new()
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout)
-        .serve_connection(TokioIo::new(stream), service);
+        .header_read_timeout(header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,

@@ -113,6 +113,7 @@ impl Scanner {
 enum Line {
     More,
     Conflict,
+    /// Stop watching: a chunked body, or an HTTP/2 connection.
     Chunked,
     Body(u64),
 }
@@ -130,6 +131,10 @@ impl Head {
                 (None, true) => Line::Chunked,
                 (length, false) => Line::Body(length.unwrap_or(0)),
             };
+        }
+        if self.lines == 0 && line == b"PRI * HTTP/2.0" {
+            // HTTP/2 frames its messages itself: nothing to watch.
+            return Line::Chunked;
         }
         self.lines += 1;
         if let Some(colon) = line.iter().position(|b| *b == b':') {

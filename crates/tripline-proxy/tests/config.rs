@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tripline_proxy::config::{BalancerName, ProxyConfig};
+use tripline_proxy::config::{BalancerName, ProxyConfig, UpstreamProtocol};
 
 const BASE: &str = r#"
 [[listeners]]
@@ -44,6 +44,7 @@ failure_statuses = [500, 502, 503, 504]
 [clusters.users]
 endpoints = ["127.0.0.1:9001", "127.0.0.1:9002"]
 balancer = "p2c"
+protocol = "h2c"
 panic_threshold_percent = 30
 breaker = { minimum_calls = 5 }
 outlier = { interval = "1s", consecutive_failures = { threshold = 3 } }
@@ -58,6 +59,7 @@ outlier = { interval = "1s", consecutive_failures = { threshold = 3 } }
     assert!(route.failure_statuses.contains(503) && !route.failure_statuses.contains(501));
     let cluster = &config.clusters["users"];
     assert_eq!(cluster.balancer, BalancerName::P2c);
+    assert_eq!(cluster.protocol, UpstreamProtocol::H2c);
     let lib = cluster.to_library("users");
     assert_eq!(lib.endpoints[1].id, "127.0.0.1:9002");
     assert_eq!(

@@ -15,6 +15,8 @@ pub struct ClusterSection {
     pub endpoints: Vec<String>,
     /// How requests are spread over the endpoints.
     pub balancer: BalancerName,
+    /// The protocol spoken to the endpoints.
+    pub protocol: UpstreamProtocol,
     /// Below this share of routable endpoints (percent), health is ignored
     /// and traffic spreads over every endpoint; 0 never panics.
     pub panic_threshold_percent: Option<u32>,
@@ -22,6 +24,18 @@ pub struct ClusterSection {
     pub breaker: Option<CircuitBreakerConfig>,
     /// Outlier detection (library vocabulary); absent: off.
     pub outlier: Option<OutlierConfig>,
+}
+
+/// The protocol the proxy speaks to a cluster's endpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1, a keep-alive pool of connections per endpoint.
+    #[default]
+    Http1,
+    /// HTTP/2 over cleartext with prior knowledge: one multiplexed
+    /// connection per endpoint (for gRPC and HTTP/2-only services).
+    H2c,
 }
 
 /// The balancers a proxy cluster offers, by their config names.

@@ -12,6 +12,7 @@ use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{ProxyBody, RequestBody, Tracked};
+use crate::config::UpstreamProtocol;
 use crate::headers::strip_hop_by_hop;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
@@ -128,7 +129,11 @@ pub(super) async fn try_once(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let sent = proxy.client.request(request);
+    let client = match route.protocol {
+        UpstreamProtocol::Http1 => &proxy.client,
+        UpstreamProtocol::H2c => &proxy.h2c,
+    };
+    let sent = client.request(request);
     let result = match limit {
         Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
         None => Ok(sent.await),
@@ -218,6 +223,16 @@ fn upstream_request(
     *request.method_mut() = parts.method.clone();
     *request.uri_mut() = uri;
     *request.headers_mut() = parts.headers.clone();
+    // An HTTP/2 client names the host in the URI, not in `Host`: keep it
+    // for the upstream (otherwise the endpoint's address would be sent).
+    if !request.headers().contains_key(header::HOST)
+        && let Some(v) = parts
+            .uri
+            .authority()
+            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+    {
+        request.headers_mut().insert(header::HOST, v);
+    }
     if let Some(d) = deadline {
         d.write_headers(request.headers_mut(), &TokioClock);
     }

@@ -6,6 +6,7 @@
 mod bad_input;
 mod breaking;
 mod drain;
+mod h2c;
 mod headers;
 mod outlier;
 mod refusals;
