@@ -84,6 +84,7 @@ pub(crate) async fn handle(
     let mut retry_refused = false;
     let mut number = 1;
     let mut endpoints = Vec::new();
+    let mut previous = None;
     loop {
         let tried =
             attempt::try_once(proxy, route, &parts, &mut body, deadline, &mut endpoints).await;
@@ -95,12 +96,17 @@ pub(crate) async fn handle(
             && deadline.is_none_or(|d| !d.is_expired(&clock));
         if again {
             if route.budget.try_withdraw() {
-                tried.settle();
+                previous = Some(tried.settle());
                 number += 1;
                 continue;
             }
             retry_refused = true;
         }
+        // A retry that could not be sent leaves the last real answer.
+        let tried = match (tried, previous) {
+            (Tried::Refused(_), Some(previous)) => previous,
+            (tried, _) => tried,
+        };
         let mut response = finish.respond(route, tried);
         if retry_refused {
             response.headers_mut().insert(

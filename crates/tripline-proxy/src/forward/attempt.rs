@@ -31,6 +31,13 @@ pub(super) enum Tried {
         reason: Reason,
         outcome: EndpointOutcome,
     },
+    /// An answer already recorded on its endpoint, kept while a retry is
+    /// tried: if the retry cannot even be sent (no endpoint left, no time),
+    /// the client gets this answer rather than the retry's refusal.
+    Settled {
+        response: Response<Incoming>,
+        outcome: EndpointOutcome,
+    },
     /// Nothing was sent: no endpoint, or no time left.
     Refused(Rejection),
 }
@@ -39,15 +46,26 @@ impl Tried {
     /// The endpoint's outcome, if an endpoint was tried.
     pub(super) fn outcome(&self) -> Option<EndpointOutcome> {
         match self {
-            Tried::Answered { outcome, .. } | Tried::Failed { outcome, .. } => Some(*outcome),
+            Tried::Answered { outcome, .. }
+            | Tried::Failed { outcome, .. }
+            | Tried::Settled { outcome, .. } => Some(*outcome),
             Tried::Refused(_) => None,
         }
     }
 
-    /// Settles a try that will be retried (its answer is discarded).
-    pub(super) fn settle(self) {
-        if let Tried::Answered { lease, outcome, .. } = self {
-            lease.record(outcome);
+    /// Records a try that will be retried on its endpoint, keeping its
+    /// answer in case the retry cannot be sent.
+    pub(super) fn settle(self) -> Tried {
+        match self {
+            Tried::Answered {
+                response,
+                lease,
+                outcome,
+            } => {
+                lease.record(outcome);
+                Tried::Settled { response, outcome }
+            }
+            other => other,
         }
     }
 
@@ -79,6 +97,12 @@ impl Tried {
                     }),
                 );
                 Response::from_parts(parts, body.boxed())
+            }
+            Tried::Settled { response, outcome } => {
+                settle_route(outcome);
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers);
+                Response::from_parts(parts, body.map_err(Into::into).boxed())
             }
             Tried::Failed { reason, outcome } => {
                 settle_route(outcome);

@@ -106,3 +106,20 @@ async fn a_body_over_the_replay_buffer_is_sent_once_and_never_retried() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_retry_with_nowhere_to_go_leaves_the_last_answer() {
+    let upstream = Upstream::start(|_| respond(500, "the real error")).await;
+    let route = "retry = { attempts = 3 }";
+    // The only endpoint's breaker trips on its first failure.
+    let cluster = r#"breaker = { window = { kind = "count", size = 1 }, minimum_calls = 1, open_duration = "60s" }"#;
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&config(&[upstream.addr], route, cluster)).await;
+    let answer = get(addr, "/").await;
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (500, "the real error")
+    );
+    assert_eq!(upstream.hits(), 1);
+    running.shutdown().await;
+}
