@@ -23,7 +23,7 @@
 //! | NH | no endpoint routable (all ejected or open) | 503 | `UH` (no healthy upstream) |
 //! | BF | bulkhead full | 503 | `UO` (max requests) |
 //! | BE | a retry was refused by the retry budget | last answer | `upstream_rq_retry_overflow` counter |
-//! | RL | rate limited | 429 | `RL` |
+//! | RL | rate limited (reserved: no rate limits yet) | 429 | `RL` |
 //! | DX | deadline already spent | 503 | `DT` (downstream duration timeout) |
 //! | UF | upstream connect failure | 503 | `UF` |
 //! | UT | upstream per-try timeout | 504 | `UT` |
@@ -50,7 +50,8 @@ pub enum Reason {
     BulkheadFull,
     /// A retry was due but the retry budget refused it.
     BudgetExhausted,
-    /// The request exceeded a rate limit.
+    /// The request exceeded a rate limit (reserved: the proxy has no rate
+    /// limits yet; the name and flag are fixed now so dashboards need not change).
     RateLimited,
     /// The request's deadline was spent before it could be sent.
     DeadlineExceeded,
