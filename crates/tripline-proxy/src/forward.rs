@@ -67,11 +67,19 @@ pub(crate) async fn handle(
     strip_hop_by_hop(&mut parts.headers);
     append_forwarded_for(&mut parts.headers, peer.ip());
     let mut body = if route.may_retry(&parts.method) {
-        match read_for_replay(body, route.retry.max_buffered_body).await {
-            Ok(b) => b,
+        // Keeping the body waits for the client: within the deadline, so a
+        // client that sends its body slowly cannot hold the route's permits.
+        let read = read_for_replay(body, route.retry.max_buffered_body);
+        let read = match deadline {
+            Some(d) => tokio::time::timeout(d.remaining(&clock), read).await,
+            None => Ok(read.await),
+        };
+        match read {
+            Ok(Ok(b)) => b,
+            Err(_) => return reject(Reason::DeadlineExceeded).response(),
             // The client's own body could not be read (malformed chunks,
             // or the client went away): nothing was sent upstream.
-            Err(_) => return reject(Reason::ProtocolError).response(),
+            Ok(Err(_)) => return reject(Reason::ProtocolError).response(),
         }
     } else {
         RequestBody::Once(Some(body.map_err(Into::into).boxed()))

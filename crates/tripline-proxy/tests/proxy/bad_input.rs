@@ -85,3 +85,27 @@ async fn a_client_too_slow_to_send_its_headers_is_cut_off() {
     assert_eq!(get(addr, "/").await.status, 200);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_body_sent_too_slowly_to_keep_for_retries_is_cut_at_the_deadline() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = r#"retry = { attempts = 2 }"#;
+    let (proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = b"PUT /doc HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\ntripline-timeout-ms: 200\r\n\r\nabc";
+    stream.write_all(head).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    let n = tokio::time::timeout(BOUND, stream.read(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("x-tripline-rejected: deadline_exceeded"),
+        "{answer}"
+    );
+    assert_eq!(upstream.hits(), 0);
+    assert_eq!(proxy.route_budget("api").unwrap().stats().deposits, 1);
+    running.shutdown().await;
+}
