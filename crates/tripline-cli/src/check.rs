@@ -1,11 +1,14 @@
 //! `tripline check FILE`: validates a breaker config (TOML, the library's
 //! vocabulary) before it is deployed, printing its warnings — the same
-//! checks a breaker runs at construction and on live reconfiguration.
+//! checks a breaker runs at construction and on live reconfiguration. A
+//! proxy config (one with listeners, routes or clusters) is validated as
+//! the proxy would at start, with the warnings of every breaker in it.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use tripline::CircuitBreakerConfig;
+use tripline_proxy::config::ProxyConfig;
 
 use crate::CliError;
 
@@ -20,6 +23,9 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     let path = args.file.display();
     let text =
         std::fs::read_to_string(&args.file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    if ProxyConfig::looks_like_proxy_config(&text) {
+        return check_proxy(&args.file, &text);
+    }
     let config: CircuitBreakerConfig =
         toml::from_str(&text).map_err(|e| CliError::input(format!("{path}: {e}")))?;
     let warnings = config
@@ -35,4 +41,42 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         if warnings.len() == 1 { "" } else { "s" }
     );
     Ok(())
+}
+
+fn check_proxy(file: &std::path::Path, text: &str) -> Result<(), CliError> {
+    let config =
+        ProxyConfig::from_toml(text).map_err(|e| CliError::input(e.in_file(file).to_string()))?;
+    let mut warnings = 0;
+    let routes = config
+        .routes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("routes[{i}].breaker"), r.breaker.as_ref()));
+    let clusters = config
+        .clusters
+        .iter()
+        .map(|(name, c)| (format!("clusters.{name}.breaker"), c.breaker.as_ref()));
+    for (at, breaker) in routes.chain(clusters) {
+        // Validated in full above; this only collects the warnings.
+        for w in breaker.and_then(|b| b.validate().ok()).unwrap_or_default() {
+            println!("warning: `{at}.{}`: {}", w.field, w.message);
+            warnings += 1;
+        }
+    }
+    println!(
+        "{}: valid proxy config ({} listener{}, {} route{}, {} cluster{}, {warnings} warning{})",
+        file.display(),
+        config.listeners.len(),
+        plural(config.listeners.len()),
+        config.routes.len(),
+        plural(config.routes.len()),
+        config.clusters.len(),
+        plural(config.clusters.len()),
+        plural(warnings),
+    );
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

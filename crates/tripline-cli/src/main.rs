@@ -5,6 +5,7 @@
 
 mod check;
 mod demo;
+mod proxy;
 mod simulate;
 mod sweep;
 
@@ -31,8 +32,12 @@ enum Command {
     /// Run the cartesian product of breaker parameters on a scenario, in
     /// parallel, ranked by score.
     Sweep(sweep::SweepArgs),
-    /// Validate a breaker config file and print its warnings.
+    /// Validate a breaker or proxy config file and print its warnings.
     Check(check::CheckArgs),
+    /// Run the HTTP sidecar proxy: routes, clusters, breakers, retry
+    /// budgets and outlier detection from a config file; drains on
+    /// SIGTERM or Ctrl-C.
+    Proxy(proxy::ProxyArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +47,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Proxy(args) => proxy::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,12 +3,12 @@
 use std::fmt;
 use std::sync::atomic::Ordering;
 
-use super::balance::{self, NONE_TRIED};
+use super::balance::NONE_TRIED;
 use super::config::{ClusterBuilder, ClusterConfig};
 use super::endpoint::{Endpoint, EndpointConfig};
 use super::shared::Shared;
 use super::{Balancer, EndpointId, Lease, Unavailable};
-use crate::clock::{Clock, SharedClock};
+use crate::clock::SharedClock;
 use crate::outlier::{ClusterEvent, ClusterSubscription, HubOwner, OutlierConfig};
 use crate::pipeline::PolicyConfigError;
 use crate::registry::BreakerRegistry;
@@ -255,26 +255,9 @@ impl Cluster {
     /// Chooses an endpoint and takes its breaker permit, for strategies of
     /// your own: record the outcome on the [`Lease`] (or drop it: a
     /// neutral verdict).
+    #[inline]
     pub fn select(&self) -> Result<Lease, Unavailable> {
-        let s = &*self.shared;
-        s.tick();
-        let set = s.set.load();
-        let panic = s.panic.load(Ordering::Relaxed);
-        let tried = &NONE_TRIED;
-        let picked = balance::select(s.balancer, &s.lb, &set, panic, tried, |e| {
-            e.breaker().try_acquire_owned().ok()
-        });
-        let Some((i, permit)) = picked else {
-            return Err(s.unavailable(&set, tried));
-        };
-        let endpoint = set.endpoints[i].clone();
-        endpoint.inner.outstanding.fetch_add(1, Ordering::Relaxed);
-        Ok(Lease {
-            endpoint,
-            permit: Some(permit),
-            cluster: self.clone(),
-            start: s.clock.now(),
-        })
+        self.select_from(&NONE_TRIED)
     }
 }
 

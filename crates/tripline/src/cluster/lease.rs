@@ -5,11 +5,74 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::balance::{self, Tried};
 use super::outcome::EndpointOutcome;
-use super::{Cluster, Endpoint};
+use super::{Cluster, Endpoint, EndpointId, Unavailable};
 use crate::breaker::OwnedPermit;
 use crate::clock::{Clock, Timestamp};
 use crate::timeout::Deadline;
+
+impl Cluster {
+    /// Like [`select`](Self::select), skipping the endpoints named in
+    /// `avoid` — for a strategy of your own that retries: a retry sent to
+    /// the endpoint that just failed learns nothing new. Ids no longer in
+    /// the cluster are ignored; only the first 32 count. When every
+    /// routable endpoint is in `avoid`, the answer is [`Unavailable`]
+    /// (select again without `avoid` to retry the same endpoint).
+    ///
+    /// ```
+    /// use tripline::cluster::{Cluster, EndpointConfig};
+    ///
+    /// let cluster = Cluster::builder()
+    ///     .endpoints([EndpointConfig::new("a", "a:80"), EndpointConfig::new("b", "b:80")])
+    ///     .build()
+    ///     .unwrap();
+    /// let first = cluster.select().unwrap();
+    /// let tried = first.endpoint().id().clone();
+    /// drop(first);
+    /// let retry = cluster.select_avoiding(std::slice::from_ref(&tried)).unwrap();
+    /// assert_ne!(retry.endpoint().id(), &tried);
+    /// drop(retry);
+    /// let ids = [tried.clone(), cluster.endpoints()[1].id().clone(), cluster.endpoints()[0].id().clone()];
+    /// assert!(cluster.select_avoiding(&ids).is_err());
+    /// ```
+    pub fn select_avoiding(&self, avoid: &[EndpointId]) -> Result<Lease, Unavailable> {
+        let set = self.shared.set.load();
+        let mut tried = Tried::new();
+        for id in avoid {
+            if let Some(i) = set.endpoints.iter().position(|e| e.id() == id)
+                && !tried.contains(i)
+            {
+                tried.push(i);
+            }
+        }
+        drop(set);
+        self.select_from(&tried)
+    }
+
+    /// Chooses an endpoint not in `tried` and takes its breaker permit.
+    #[inline]
+    pub(crate) fn select_from(&self, tried: &Tried) -> Result<Lease, Unavailable> {
+        let s = &*self.shared;
+        s.tick();
+        let set = s.set.load();
+        let panic = s.panic.load(Ordering::Relaxed);
+        let picked = balance::select(s.balancer, &s.lb, &set, panic, tried, |e| {
+            e.breaker().try_acquire_owned().ok()
+        });
+        let Some((i, permit)) = picked else {
+            return Err(s.unavailable(&set, tried));
+        };
+        let endpoint = set.endpoints[i].clone();
+        endpoint.inner.outstanding.fetch_add(1, Ordering::Relaxed);
+        Ok(Lease {
+            endpoint,
+            permit: Some(permit),
+            cluster: self.clone(),
+            start: s.clock.now(),
+        })
+    }
+}
 
 /// What an attempt knows about itself.
 ///

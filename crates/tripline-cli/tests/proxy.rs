@@ -1,0 +1,228 @@
+//! `tripline proxy` through the real binary, driven by `curl` (Debian
+//! package `curl`): traffic passes, a failing upstream trips the route
+//! breaker and curl sees the explained refusal, SIGTERM drains and exits
+//! 0. And `tripline check` on proxy configs.
+
+#[path = "support/run.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use support::{Dir, tripline};
+
+/// Every wait on the child is bounded by this.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// An upstream on a thread answering every request with `status`.
+fn upstream(status: Arc<AtomicU16>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let status = status.load(Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello"
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    addr
+}
+
+/// Kills the proxy if a test fails before it exits.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn curl(url: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--max-time", "5", url])
+        .output()
+        .expect("curl runs");
+    assert!(
+        out.status.success(),
+        "curl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_lowercase()
+}
+
+fn require_curl() {
+    let found = Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "curl is missing: install the Debian package `curl` (apt-get install -y curl)"
+    );
+}
+
+#[test]
+fn curl_through_the_proxy_sees_traffic_then_an_explained_refusal_and_sigterm_drains() {
+    require_curl();
+    let status = Arc::new(AtomicU16::new(200));
+    let backend = upstream(status.clone());
+    let dir = Dir::new();
+    let config = dir.write(
+        "proxy.toml",
+        &format!(
+            r#"
+[[listeners]]
+address = "127.0.0.1:0"
+
+[[routes]]
+name = "api"
+cluster = "backend"
+breaker = {{ window = {{ kind = "count", size = 4 }}, minimum_calls = 4, failure_rate_threshold = 0.5, open_duration = "60s" }}
+
+[clusters.backend]
+endpoints = ["{backend}"]
+breaker = {{ window = {{ kind = "count", size = 100 }}, minimum_calls = 100 }}
+"#
+        ),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_tripline"))
+        .args([
+            "proxy",
+            "--config",
+            config.to_str().expect("path"),
+            "--threads",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the proxy");
+    let mut child = Running(child);
+    let (lines_tx, lines) = mpsc::channel();
+    let stdout = child.0.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let first = lines
+        .recv_timeout(BOUND)
+        .expect("the proxy says where it listens");
+    let addr = first
+        .strip_prefix("tripline proxy: listening on ")
+        .expect(&first)
+        .to_owned();
+    let url = format!("http://{addr}/orders");
+
+    let ok = curl(&url);
+    assert!(
+        ok.starts_with("http/1.1 200") && ok.ends_with("hello"),
+        "{ok}"
+    );
+
+    status.store(500, Ordering::SeqCst);
+    // The window holds the success and three failures: 75 % of 4 calls trips.
+    for _ in 0..3 {
+        let failed = curl(&url);
+        assert!(failed.starts_with("http/1.1 500"), "{failed}");
+    }
+    let refused = curl(&url);
+    assert!(refused.starts_with("http/1.1 503"), "{refused}");
+    for header in [
+        "x-tripline-rejected: circuit_open",
+        "x-tripline-flag: co",
+        "x-tripline-breaker: api",
+        "retry-after: 60",
+        "cache-control: no-store",
+    ] {
+        assert!(refused.contains(header), "{header} in {refused}");
+    }
+    assert!(
+        refused.contains(r#""rejected":"circuit_open""#),
+        "{refused}"
+    );
+
+    let pid = child.0.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let (done_tx, done) = mpsc::channel();
+    let mut proc = std::mem::replace(&mut child.0, Command::new("true").spawn().expect("true"));
+    std::thread::spawn(move || {
+        let _ = done_tx.send(proc.wait());
+    });
+    let exit = done
+        .recv_timeout(BOUND)
+        .expect("the proxy exits after SIGTERM")
+        .expect("wait");
+    assert!(exit.success(), "{exit:?}");
+    assert_eq!(
+        lines.recv_timeout(BOUND).as_deref(),
+        Ok("tripline proxy: drained")
+    );
+}
+
+#[test]
+fn check_accepts_a_proxy_config_and_names_file_and_field_when_it_is_wrong() {
+    let dir = Dir::new();
+    let good = dir.write(
+        "proxy.toml",
+        r#"
+[[listeners]]
+address = "127.0.0.1:8080"
+[[routes]]
+name = "api"
+cluster = "backend"
+breaker = { window = { kind = "count", size = 10 }, minimum_calls = 20 }
+[clusters.backend]
+endpoints = ["127.0.0.1:9000"]
+"#,
+    );
+    let out = tripline(["check", good.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(
+        text.contains("valid proxy config (1 listener, 1 route, 1 cluster, 1 warning)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: `routes[0].breaker.minimum_calls`"),
+        "{text}"
+    );
+
+    let bad = dir.write(
+        "bad.toml",
+        &std::fs::read_to_string(&good)
+            .expect("read")
+            .replace("\"backend\"\nbreaker", "\"nope\"\nbreaker"),
+    );
+    let out = tripline(["check", bad.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr
+            .contains("bad.toml: `routes[0].cluster` names no cluster"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,36 @@
+//! Bodies: streamed both ways, and kept for replay only when small.
+//!
+//! A response body streams from the upstream to the client as it arrives;
+//! its end (or its failure) is what settles the endpoint's breaker and the
+//! route's, so a connection that breaks mid-body counts as a failure (see
+//! [`Tracked`]). A request body is kept in memory only when a retry might
+//! need to send it again, and only up to the route's `max_buffered_body`:
+//! a larger body is streamed once and the request is never retried, so
+//! memory per request stays bounded whatever clients send.
+
+mod replay;
+mod tracked;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
+
+pub use replay::{RequestBody, read_for_replay};
+pub use tracked::{OnEnd, Tracked};
+
+/// Errors a proxied body can carry.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Every body the proxy sends, upstream or downstream.
+pub type ProxyBody = BoxBody<Bytes, BoxError>;
+
+/// A body of `bytes`, all at once.
+pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// An empty body.
+pub fn empty() -> ProxyBody {
+    Empty::new().map_err(|never| match never {}).boxed()
+}

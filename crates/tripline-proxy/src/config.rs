@@ -1,0 +1,139 @@
+//! The proxy's configuration: one TOML file in the library's vocabulary.
+//!
+//! A proxy config is a list of listeners, an ordered list of routes and a
+//! table of clusters. Everything that protects a call is written exactly
+//! as it is for the library: a route's `breaker` is a
+//! [`CircuitBreakerConfig`](tripline::CircuitBreakerConfig), a cluster's
+//! `outlier` an [`OutlierConfig`](tripline::outlier::OutlierConfig), a
+//! retry `budget` a [`RetryBudgetConfig`](tripline::budget::RetryBudgetConfig),
+//! so a breaker tuned with `tripline simulate` is pasted into the proxy
+//! unchanged. Durations are written `"5s"`, `"250ms"`.
+//!
+//! Unknown keys are refused (a typo would otherwise silently keep a
+//! default), and [`ProxyConfig::validate`] refuses contradictions — a
+//! per-try timeout longer than the overall deadline, a route to a cluster
+//! that does not exist — naming the field, so the error points at the line
+//! to fix.
+//!
+//! ```
+//! use tripline_proxy::config::ProxyConfig;
+//!
+//! let config = ProxyConfig::from_toml(r#"
+//!     [[listeners]]
+//!     address = "127.0.0.1:8080"
+//!
+//!     [[routes]]
+//!     name = "api"
+//!     cluster = "backend"
+//!     match = { path_prefix = "/api" }
+//!     retry = { attempts = 2 }
+//!     timeout = { per_try = "1s", overall = "3s" }
+//!
+//!     [clusters.backend]
+//!     endpoints = ["127.0.0.1:9000", "127.0.0.1:9001"]
+//!     balancer = "p2c"
+//! "#).unwrap();
+//! assert_eq!(config.routes[0].retry.attempts, 2);
+//! ```
+
+mod cluster;
+mod error;
+mod route;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
+pub use error::ConfigError;
+pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
+
+/// A whole proxy config file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// Process-wide settings (drain, header read timeout, pools).
+    pub proxy: ProxySection,
+    /// The addresses the proxy accepts connections on.
+    pub listeners: Vec<ListenerSection>,
+    /// Routes, tried in order; the first that matches takes the request.
+    pub routes: Vec<RouteSection>,
+    /// Clusters by name, referred to by routes.
+    pub clusters: BTreeMap<String, ClusterSection>,
+}
+
+/// Process-wide settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxySection {
+    /// How long in-flight requests may take to finish after SIGTERM or
+    /// Ctrl-C before their connections are closed anyway.
+    #[serde(with = "humantime_serde")]
+    pub drain_timeout: Duration,
+    /// How long a client may take to send a request's headers: a slow
+    /// client (slowloris) cannot hold a connection open for ever.
+    #[serde(with = "humantime_serde")]
+    pub header_read_timeout: Duration,
+    /// How long connecting to an endpoint may take; a connect that takes
+    /// longer is a connect failure (it never sent the request).
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// How long an idle upstream keep-alive connection stays pooled.
+    #[serde(with = "humantime_serde")]
+    pub pool_idle_timeout: Duration,
+    /// Idle keep-alive connections kept per endpoint.
+    pub pool_max_idle_per_endpoint: usize,
+}
+
+impl Default for ProxySection {
+    /// 10 s drain, 10 s header read timeout, 1 s connect timeout, 90 s
+    /// pooled idle connections, 64 per endpoint.
+    fn default() -> Self {
+        ProxySection {
+            drain_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(1),
+            pool_idle_timeout: Duration::from_secs(90),
+            pool_max_idle_per_endpoint: 64,
+        }
+    }
+}
+
+/// One address to accept connections on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerSection {
+    /// `ip:port`; port 0 picks a free port (tests).
+    pub address: String,
+}
+
+impl ProxyConfig {
+    /// Parses a config from TOML text and validates it.
+    pub fn from_toml(text: &str) -> Result<ProxyConfig, ConfigError> {
+        let config: ProxyConfig =
+            toml::from_str(text).map_err(|e| ConfigError::parse(None, e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads, parses and validates the config file at `path`; errors name the file.
+    pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;
+        Self::from_toml(&text).map_err(|e| e.in_file(path))
+    }
+
+    /// Whether `text` looks like a proxy config rather than a breaker config
+    /// (it has listeners, routes or clusters), so one `check` command
+    /// accepts both.
+    pub fn looks_like_proxy_config(text: &str) -> bool {
+        match toml::from_str::<toml::Table>(text) {
+            Ok(table) => ["listeners", "routes", "clusters", "proxy"]
+                .iter()
+                .any(|k| table.contains_key(*k)),
+            Err(_) => false,
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! A cluster: the endpoints that serve routes, how calls are spread over
+//! them, and their per-endpoint breakers and outlier detection.
+
+use serde::{Deserialize, Serialize};
+use tripline::CircuitBreakerConfig;
+use tripline::cluster::Balancer;
+use tripline::outlier::OutlierConfig;
+
+/// One cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSection {
+    /// Static endpoints, `host:port` (an IP address or a name resolved when
+    /// connecting).
+    pub endpoints: Vec<String>,
+    /// How requests are spread over the endpoints.
+    pub balancer: BalancerName,
+    /// The protocol spoken to the endpoints.
+    pub protocol: UpstreamProtocol,
+    /// Below this share of routable endpoints (percent), health is ignored
+    /// and traffic spreads over every endpoint; 0 never panics.
+    pub panic_threshold_percent: Option<u32>,
+    /// The template of every endpoint's breaker (library vocabulary).
+    pub breaker: Option<CircuitBreakerConfig>,
+    /// Outlier detection (library vocabulary); absent: off.
+    pub outlier: Option<OutlierConfig>,
+}
+
+/// The protocol the proxy speaks to a cluster's endpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1, a keep-alive pool of connections per endpoint.
+    #[default]
+    Http1,
+    /// HTTP/2 over cleartext with prior knowledge: one multiplexed
+    /// connection per endpoint (for gRPC and HTTP/2-only services).
+    H2c,
+}
+
+/// The balancers a proxy cluster offers, by their config names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerName {
+    /// Each endpoint in turn.
+    #[default]
+    RoundRobin,
+    /// The endpoint with the fewest requests in flight.
+    LeastOutstanding,
+    /// The less loaded of two random endpoints (power of two choices).
+    #[serde(alias = "power_of_two_choices")]
+    P2c,
+}
+
+impl BalancerName {
+    /// The library's balancer.
+    pub fn balancer(self) -> Balancer {
+        match self {
+            BalancerName::RoundRobin => Balancer::RoundRobin,
+            BalancerName::LeastOutstanding => Balancer::LeastOutstanding,
+            BalancerName::P2c => Balancer::PowerOfTwoChoices,
+        }
+    }
+}
+
+impl ClusterSection {
+    /// The library's cluster config: one endpoint per address, its id the
+    /// address itself (so events and rejections name it).
+    pub fn to_library(&self, name: &str) -> tripline::cluster::ClusterConfig {
+        let defaults = tripline::cluster::ClusterConfig::default();
+        let mut breaker = self.breaker.clone().unwrap_or_default();
+        if breaker.name.is_empty() || self.breaker.is_none() {
+            breaker.name = name.to_owned();
+        }
+        tripline::cluster::ClusterConfig {
+            name: name.to_owned(),
+            balancer: self.balancer.balancer(),
+            panic_threshold_percent: self
+                .panic_threshold_percent
+                .unwrap_or(defaults.panic_threshold_percent),
+            breaker,
+            outlier: self.outlier.clone(),
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(|a| tripline::cluster::EndpointConfig::new(a.clone(), a.clone()))
+                .collect(),
+        }
+    }
+}

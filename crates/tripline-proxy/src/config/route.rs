@@ -1,0 +1,132 @@
+//! A route: which requests it takes, which cluster serves them, and the
+//! protection around them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tripline::CircuitBreakerConfig;
+use tripline::budget::RetryBudgetConfig;
+use tripline::bulkhead::BulkheadConfig;
+
+/// One route.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouteSection {
+    /// Names the route in rejections (`x-tripline-route`), logs and its breaker.
+    pub name: String,
+    /// The cluster (a key of `[clusters]`) that serves the route.
+    pub cluster: String,
+    /// Which requests the route takes; empty matches everything.
+    #[serde(rename = "match")]
+    pub matches: RouteMatch,
+    /// The route's own breaker, guarding the whole cluster as this route
+    /// uses it (the library's breaker config; its name defaults to the
+    /// route's). `None`: only the endpoints' breakers protect.
+    pub breaker: Option<CircuitBreakerConfig>,
+    /// Bounds concurrent requests on the route; a request over the bound is
+    /// refused at once (`bulkhead_full`). `None`: no bound.
+    pub bulkhead: Option<BulkheadConfig>,
+    /// Retries.
+    pub retry: RetrySection,
+    /// Per-try timeout and overall deadline.
+    pub timeout: TimeoutSection,
+    /// Upstream statuses that count as failures (for breakers, outlier
+    /// detection and retries); every other status is a success.
+    pub failure_statuses: FailureStatuses,
+}
+
+/// What a request must carry for a route to take it. Every field given
+/// must match.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouteMatch {
+    /// The `Host` (or HTTP/2 authority), without port, compared
+    /// case-insensitively.
+    pub host: Option<String>,
+    /// A prefix of the path (`/api` takes `/api` and `/api/users`).
+    pub path_prefix: Option<String>,
+    /// The method (`GET`).
+    pub method: Option<String>,
+    /// Headers that must be present with exactly these values.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// When and how a failed request is tried again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrySection {
+    /// Tries in all, the first included: 1 never retries.
+    pub attempts: u32,
+    /// Also retry non-idempotent methods (POST, PATCH). Only for routes
+    /// whose upstream deduplicates; otherwise only GET, HEAD, OPTIONS,
+    /// TRACE, PUT and DELETE are retried (and any request whose
+    /// connection failed before it was sent).
+    pub retryable: bool,
+    /// Request bodies up to this many bytes are kept to be replayed on a
+    /// retry; a larger body is streamed once and never retried.
+    pub max_buffered_body: usize,
+    /// The retry budget shared by every request of the route: retries stay
+    /// below this share of requests however the upstream fails.
+    pub budget: RetryBudgetConfig,
+}
+
+impl Default for RetrySection {
+    /// No retries; 64 KiB replay buffer; the library's default budget
+    /// (20 % of requests plus 10 a second).
+    fn default() -> Self {
+        RetrySection {
+            attempts: 1,
+            retryable: false,
+            max_buffered_body: 64 * 1024,
+            budget: RetryBudgetConfig::default(),
+        }
+    }
+}
+
+/// Time limits of a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeoutSection {
+    /// The limit of one try, until the upstream's response headers.
+    #[serde(with = "humantime_serde::option")]
+    pub per_try: Option<Duration>,
+    /// The limit of the whole request, retries included.
+    #[serde(with = "humantime_serde::option")]
+    pub overall: Option<Duration>,
+    /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
+    /// header: the request's deadline is the earlier of it and `overall`,
+    /// and the remaining budget is forwarded upstream in
+    /// `tripline-timeout-ms`.
+    pub honour_incoming: bool,
+}
+
+impl Default for TimeoutSection {
+    /// No limits of its own, incoming deadlines honoured.
+    fn default() -> Self {
+        TimeoutSection {
+            per_try: None,
+            overall: None,
+            honour_incoming: true,
+        }
+    }
+}
+
+/// Upstream statuses that are failures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FailureStatuses(pub Vec<u16>);
+
+impl Default for FailureStatuses {
+    /// Every 5xx except 501 (Not Implemented is an answer, not a fault).
+    fn default() -> Self {
+        FailureStatuses((500..600).filter(|s| *s != 501).collect())
+    }
+}
+
+impl FailureStatuses {
+    /// Whether `status` is a failure.
+    pub fn contains(&self, status: u16) -> bool {
+        self.0.contains(&status)
+    }
+}

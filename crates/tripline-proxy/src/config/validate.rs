@@ -1,0 +1,210 @@
+//! Refusing contradictions before anything is bound or built.
+//!
+//! Each check names the field to fix. The library's own validation of
+//! breaker, budget, bulkhead and outlier configs runs here too, with the
+//! field prefixed by where the config sits in the file.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use tripline::pipeline::PolicyConfigError;
+
+use super::{ConfigError, ProxyConfig, RouteSection};
+
+impl ProxyConfig {
+    /// Checks the whole config, returning the first contradiction.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.listeners.is_empty() {
+            return Err(ConfigError::invalid(
+                "listeners",
+                "needs at least one listener",
+            ));
+        }
+        for (i, l) in self.listeners.iter().enumerate() {
+            l.address.parse::<SocketAddr>().map_err(|_| {
+                ConfigError::invalid(
+                    format!("listeners[{i}].address"),
+                    format!("must be ip:port, got {:?}", l.address),
+                )
+            })?;
+        }
+        let p = &self.proxy;
+        if p.drain_timeout.is_zero()
+            || p.header_read_timeout.is_zero()
+            || p.connect_timeout.is_zero()
+        {
+            let field = if p.drain_timeout.is_zero() {
+                "proxy.drain_timeout"
+            } else if p.header_read_timeout.is_zero() {
+                "proxy.header_read_timeout"
+            } else {
+                "proxy.connect_timeout"
+            };
+            return Err(ConfigError::invalid(field, "must be more than zero"));
+        }
+        for (name, cluster) in &self.clusters {
+            let at = format!("clusters.{name}");
+            if cluster.endpoints.is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.endpoints"),
+                    "needs at least one endpoint",
+                ));
+            }
+            for (i, e) in cluster.endpoints.iter().enumerate() {
+                let port = e
+                    .rsplit_once(':')
+                    .map(|(host, port)| (host, port.parse::<u16>()));
+                if !matches!(port, Some((host, Ok(p))) if !host.is_empty() && p != 0) {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.endpoints[{i}]"),
+                        format!("must be host:port, got {e:?}"),
+                    ));
+                }
+            }
+            cluster
+                .to_library(name)
+                .validate()
+                .map_err(|e| policy_error(&at, &e))?;
+        }
+        let mut names = BTreeSet::new();
+        for (i, route) in self.routes.iter().enumerate() {
+            let at = format!("routes[{i}]");
+            if !names.insert(route.name.as_str()) {
+                return Err(ConfigError::invalid(
+                    format!("{at}.name"),
+                    format!("{:?} names two routes", route.name),
+                ));
+            }
+            self.validate_route(&at, route)?;
+        }
+        Ok(())
+    }
+
+    fn validate_route(&self, at: &str, route: &RouteSection) -> Result<(), ConfigError> {
+        if route.name.is_empty() {
+            return Err(ConfigError::invalid(
+                format!("{at}.name"),
+                "must not be empty",
+            ));
+        }
+        if !self.clusters.contains_key(&route.cluster) {
+            return Err(ConfigError::invalid(
+                format!("{at}.cluster"),
+                format!(
+                    "names no cluster: {:?} is not a key of [clusters]",
+                    route.cluster
+                ),
+            ));
+        }
+        if let Some(m) = &route.matches.method {
+            http::Method::from_bytes(m.as_bytes()).map_err(|_| {
+                ConfigError::invalid(
+                    format!("{at}.match.method"),
+                    format!("{m:?} is not an HTTP method"),
+                )
+            })?;
+        }
+        if let Some(prefix) = &route.matches.path_prefix
+            && !prefix.starts_with('/')
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.match.path_prefix"),
+                format!("must start with '/', got {prefix:?}"),
+            ));
+        }
+        for (name, value) in &route.matches.headers {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err()
+                || http::HeaderValue::from_str(value).is_err()
+            {
+                return Err(ConfigError::invalid(
+                    format!("{at}.match.headers.{name}"),
+                    "is not a valid header name and value",
+                ));
+            }
+        }
+        if let Some(breaker) = &route.breaker {
+            breaker.validate().map_err(|e| {
+                ConfigError::invalid(format!("{at}.breaker.{}", e.field), e.constraint)
+            })?;
+        }
+        if let Some(bulkhead) = &route.bulkhead {
+            bulkhead
+                .validate()
+                .map_err(|e| policy_error(&format!("{at}.bulkhead"), &e))?;
+        }
+        let retry = &route.retry;
+        if retry.attempts == 0 {
+            return Err(ConfigError::invalid(
+                format!("{at}.retry.attempts"),
+                "must be at least 1 (the first try counts)",
+            ));
+        }
+        retry
+            .budget
+            .validate()
+            .map_err(|e| policy_error(&format!("{at}.retry.budget"), &e))?;
+        let t = &route.timeout;
+        for (field, d) in [("per_try", t.per_try), ("overall", t.overall)] {
+            if d.is_some_and(|d| d.is_zero()) {
+                return Err(ConfigError::invalid(
+                    format!("{at}.timeout.{field}"),
+                    "must be more than zero",
+                ));
+            }
+        }
+        if let (Some(per_try), Some(overall)) = (t.per_try, t.overall)
+            && per_try > overall
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.timeout.per_try"),
+                format!(
+                    "must not exceed timeout.overall ({} > {})",
+                    humantime::format_duration(per_try),
+                    humantime::format_duration(overall)
+                ),
+            ));
+        }
+        if let (Some(slow), Some(limit)) = (
+            route.breaker.as_ref().and_then(|b| b.slow_call_duration),
+            t.per_try.or(t.overall),
+        ) && slow >= limit
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.breaker.slow_call_duration"),
+                format!(
+                    "must be below the timeout ({} >= {}): a call that slow times out before it can count as slow",
+                    humantime::format_duration(slow),
+                    humantime::format_duration(limit)
+                ),
+            ));
+        }
+        if let Some(bad) = route
+            .failure_statuses
+            .0
+            .iter()
+            .find(|s| !(100..=599).contains(*s))
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.failure_statuses"),
+                format!("{bad} is not an HTTP status (100-599)"),
+            ));
+        }
+        if route
+            .failure_statuses
+            .0
+            .iter()
+            .any(|s| (200..300).contains(s))
+            && retry.attempts > 1
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.failure_statuses"),
+                "lists a 2xx status while retries are on: every success would be retried",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn policy_error(at: &str, e: &PolicyConfigError) -> ConfigError {
+    ConfigError::invalid(format!("{at}.{}", e.field), e.constraint.clone())
+}

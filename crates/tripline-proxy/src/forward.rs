@@ -1,0 +1,161 @@
+//! One request through the proxy, in the order that does not amplify a
+//! failure: bulkhead, deadline, route breaker, then the retry loop over
+//! the cluster's endpoints, each try bounded by the per-try timeout and
+//! the deadline, each retry paid from the route's budget.
+
+mod attempt;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::{HeaderValue, Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tripline::cluster::EndpointOutcome;
+use tripline::timeout::{Deadline, TokioClock};
+use tripline::{Outcome, OwnedPermit};
+
+use crate::body::{ProxyBody, RequestBody, read_for_replay};
+use crate::headers::{append_forwarded_for, strip_hop_by_hop};
+use crate::proxy::Inner;
+use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection};
+use crate::route::Route;
+use attempt::Tried;
+
+/// Answers one request.
+pub(crate) async fn handle(
+    proxy: &Inner,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<ProxyBody> {
+    let (mut parts, body) = req.into_parts();
+    let Some(route) = proxy.routes.iter().find(|r| r.matches(&parts)) else {
+        return Rejection::new(Reason::NoRoute, None).response();
+    };
+    let reject = |reason| Rejection::new(reason, Some(&route.name));
+    let bulkhead = match &route.bulkhead {
+        Some(b) => match b.try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => return reject(Reason::BulkheadFull).response(),
+        },
+        None => None,
+    };
+    let clock = TokioClock;
+    let start = tokio::time::Instant::now();
+    let incoming = match route.timeout.honour_incoming {
+        true => Deadline::from_headers(&parts.headers, &clock),
+        false => None,
+    };
+    let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
+    let deadline = Deadline::earliest(incoming, own);
+    if deadline.is_some_and(|d| d.is_expired(&clock)) {
+        return reject(Reason::DeadlineExceeded).response();
+    }
+    let route_permit = match &route.breaker {
+        Some(b) => match b.try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(r) => {
+                return reject(Reason::from_rejected(&r))
+                    .breaker(b.name())
+                    .retry_after(r.retry_after())
+                    .response();
+            }
+        },
+        None => None,
+    };
+    route.budget.deposit();
+    strip_hop_by_hop(&mut parts.headers);
+    append_forwarded_for(&mut parts.headers, peer.ip());
+    let mut body = if route.may_retry(&parts.method) {
+        // Keeping the body waits for the client: within the deadline, so a
+        // client that sends its body slowly cannot hold the route's permits.
+        let read = read_for_replay(body, route.retry.max_buffered_body);
+        let read = match deadline {
+            Some(d) => tokio::time::timeout(d.remaining(&clock), read).await,
+            None => Ok(read.await),
+        };
+        match read {
+            Ok(Ok(b)) => b,
+            Err(_) => return reject(Reason::DeadlineExceeded).response(),
+            // The client's own body could not be read (malformed chunks,
+            // or the client went away): nothing was sent upstream.
+            Ok(Err(_)) => return reject(Reason::ProtocolError).response(),
+        }
+    } else {
+        RequestBody::Once(Some(body.map_err(Into::into).boxed()))
+    };
+    let finish = Finish {
+        route_permit,
+        bulkhead,
+        start,
+    };
+    let mut retry_refused = false;
+    let mut number = 1;
+    let mut endpoints = Vec::new();
+    let mut previous = None;
+    loop {
+        let tried =
+            attempt::try_once(proxy, route, &parts, &mut body, deadline, &mut endpoints).await;
+        let outcome = tried.outcome();
+        let again = outcome.is_some_and(|o| o.is_failure())
+            && number < route.retry.attempts
+            && body.is_replayable()
+            && (route.may_retry(&parts.method) || outcome.is_some_and(|o| o.never_sent()))
+            && deadline.is_none_or(|d| !d.is_expired(&clock));
+        if again {
+            if route.budget.try_withdraw() {
+                previous = Some(tried.settle());
+                number += 1;
+                continue;
+            }
+            retry_refused = true;
+        }
+        // A retry that could not be sent leaves the last real answer.
+        let tried = match (tried, previous) {
+            (Tried::Refused(_), Some(previous)) => previous,
+            (tried, _) => tried,
+        };
+        let mut response = finish.respond(route, tried);
+        if retry_refused {
+            response.headers_mut().insert(
+                RETRY_REFUSED_HEADER,
+                HeaderValue::from_static(Reason::BudgetExhausted.as_str()),
+            );
+        }
+        return response;
+    }
+}
+
+/// What the request holds until its answer has been sent.
+struct Finish {
+    route_permit: Option<OwnedPermit>,
+    bulkhead: Option<tripline::bulkhead::OwnedBulkheadPermit>,
+    start: tokio::time::Instant,
+}
+
+impl Finish {
+    /// Turns the last try into the client's answer, settling the route's
+    /// breaker when the answer's body ends.
+    fn respond(self, route: &Route, tried: Tried) -> Response<ProxyBody> {
+        let Finish {
+            route_permit,
+            bulkhead,
+            start,
+        } = self;
+        let settle_route = move |outcome: EndpointOutcome| {
+            if let Some(permit) = route_permit {
+                let outcome = match outcome {
+                    EndpointOutcome::Ignored => Outcome::Success,
+                    o => o.breaker_outcome(),
+                };
+                permit.record(outcome, elapsed(start));
+            }
+            drop(bulkhead);
+        };
+        tried.into_response(route, Box::new(settle_route))
+    }
+}
+
+fn elapsed(start: tokio::time::Instant) -> Duration {
+    tokio::time::Instant::now().saturating_duration_since(start)
+}

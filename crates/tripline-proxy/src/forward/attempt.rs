@@ -1,0 +1,264 @@
+//! One try on one endpoint.
+
+use std::time::Duration;
+
+use http::request::Parts;
+use http::{Request, Response, Uri, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tripline::Clock;
+use tripline::cluster::{EndpointId, EndpointOutcome, Lease};
+use tripline::retry::RetryDecision;
+use tripline::timeout::{Deadline, TokioClock};
+
+use crate::body::{ProxyBody, RequestBody, Tracked};
+use crate::config::UpstreamProtocol;
+use crate::headers::strip_hop_by_hop;
+use crate::proxy::Inner;
+use crate::rejection::{Reason, Rejection};
+use crate::route::Route;
+
+/// What one try came to.
+pub(super) enum Tried {
+    /// The endpoint answered; the lease is settled when the answer's body ends.
+    Answered {
+        response: Response<Incoming>,
+        lease: Lease,
+        outcome: EndpointOutcome,
+    },
+    /// The try failed on the connection (already recorded on the endpoint).
+    Failed {
+        reason: Reason,
+        outcome: EndpointOutcome,
+    },
+    /// An answer already recorded on its endpoint, kept while a retry is
+    /// tried: if the retry cannot even be sent (no endpoint left, no time),
+    /// the client gets this answer rather than the retry's refusal.
+    Settled {
+        response: Response<Incoming>,
+        outcome: EndpointOutcome,
+    },
+    /// Nothing was sent: no endpoint, or no time left.
+    Refused(Rejection),
+}
+
+impl Tried {
+    /// The endpoint's outcome, if an endpoint was tried.
+    pub(super) fn outcome(&self) -> Option<EndpointOutcome> {
+        match self {
+            Tried::Answered { outcome, .. }
+            | Tried::Failed { outcome, .. }
+            | Tried::Settled { outcome, .. } => Some(*outcome),
+            Tried::Refused(_) => None,
+        }
+    }
+
+    /// Records a try that will be retried on its endpoint, keeping its
+    /// answer in case the retry cannot be sent.
+    pub(super) fn settle(self) -> Tried {
+        match self {
+            Tried::Answered {
+                response,
+                lease,
+                outcome,
+            } => {
+                lease.record(outcome);
+                Tried::Settled { response, outcome }
+            }
+            other => other,
+        }
+    }
+
+    /// The client's answer; `settle_route` runs with the final outcome
+    /// when the answer has been sent whole (or failed mid-body).
+    pub(super) fn into_response(
+        self,
+        route: &Route,
+        settle_route: Box<dyn FnOnce(EndpointOutcome) + Send + Sync>,
+    ) -> Response<ProxyBody> {
+        match self {
+            Tried::Answered {
+                response,
+                lease,
+                outcome,
+            } => {
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers);
+                let body = Tracked::new(
+                    body,
+                    Box::new(move |ok| {
+                        let outcome = if ok {
+                            outcome
+                        } else {
+                            EndpointOutcome::LocalOriginFailure
+                        };
+                        lease.record(outcome);
+                        settle_route(outcome);
+                    }),
+                );
+                Response::from_parts(parts, body.boxed())
+            }
+            Tried::Settled { response, outcome } => {
+                settle_route(outcome);
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers);
+                Response::from_parts(parts, body.map_err(Into::into).boxed())
+            }
+            Tried::Failed { reason, outcome } => {
+                settle_route(outcome);
+                Rejection::new(reason, Some(&route.name)).response()
+            }
+            Tried::Refused(rejection) => rejection.response(),
+        }
+    }
+}
+
+/// Sends the request to one endpoint of the route's cluster.
+pub(super) async fn try_once(
+    proxy: &Inner,
+    route: &Route,
+    parts: &Parts,
+    body: &mut RequestBody,
+    deadline: Option<Deadline>,
+    tried: &mut Vec<EndpointId>,
+) -> Tried {
+    let clock = TokioClock;
+    let remaining = deadline.map(|d| d.remaining(&clock));
+    if remaining.is_some_and(|r| r.is_zero()) {
+        return Tried::Refused(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)));
+    }
+    // A retry goes to another endpoint when there is one; with a single
+    // routable endpoint, to the same one again (a blip may have passed).
+    let selected = match route.cluster.select_avoiding(tried) {
+        Err(_) if !tried.is_empty() => route.cluster.select(),
+        selected => selected,
+    };
+    let lease = match selected {
+        Ok(lease) => {
+            tried.push(lease.endpoint().id().clone());
+            lease
+        }
+        Err(_) => {
+            let rejection = Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name));
+            return Tried::Refused(rejection.retry_after(earliest_reopening(route)));
+        }
+    };
+    let Some(body) = body.for_try() else {
+        return Tried::Refused(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
+    };
+    let Ok(request) = upstream_request(parts, lease.endpoint().address(), body, deadline) else {
+        return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
+    };
+    let limit = match (route.timeout.per_try, remaining) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let client = match route.protocol {
+        UpstreamProtocol::Http1 => &proxy.client,
+        UpstreamProtocol::H2c => &proxy.h2c,
+    };
+    let sent = client.request(request);
+    let result = match limit {
+        Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
+        None => Ok(sent.await),
+    };
+    match result {
+        Ok(Ok(response)) => {
+            let status = response.status().as_u16();
+            let outcome = route.classify(status);
+            if matches!(status, 429 | 503) {
+                honour_retry_after(&lease, &response);
+            }
+            Tried::Answered {
+                response,
+                lease,
+                outcome,
+            }
+        }
+        Ok(Err(e)) => {
+            let (reason, outcome) = if e.is_connect() {
+                (
+                    Reason::UpstreamConnectFailure,
+                    EndpointOutcome::ConnectFailure,
+                )
+            } else {
+                (Reason::UpstreamReset, EndpointOutcome::LocalOriginFailure)
+            };
+            lease.record(outcome);
+            Tried::Failed { reason, outcome }
+        }
+        Err(()) => {
+            lease.record(EndpointOutcome::LocalOriginFailure);
+            Tried::Failed {
+                reason: Reason::UpstreamTimeout,
+                outcome: EndpointOutcome::LocalOriginFailure,
+            }
+        }
+    }
+}
+
+/// When the first open endpoint breaker of the route's cluster lets a
+/// call through again, if any is open: the `Retry-After` of a
+/// `no_healthy_endpoint` refusal.
+fn earliest_reopening(route: &Route) -> Option<Duration> {
+    let endpoints = route.cluster.endpoints();
+    let until = endpoints
+        .iter()
+        .filter_map(|e| e.breaker().open_until_time())
+        .min()?;
+    let now = route.cluster.clock().now();
+    Some(until.saturating_duration_since(now)).filter(|d| !d.is_zero())
+}
+
+/// An endpoint that says when to come back (429 or 503 with
+/// `Retry-After`) is left alone until then: its breaker opens until that
+/// instant, on the breaker's own clock.
+fn honour_retry_after(lease: &Lease, response: &Response<Incoming>) {
+    let Some(value) = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return;
+    };
+    if let RetryDecision::RetryAfter(wait) = RetryDecision::from_retry_after(value)
+        && wait > Duration::ZERO
+    {
+        let breaker = lease.endpoint().breaker();
+        breaker.open_until(breaker.clock().now().saturating_add(wait));
+    }
+}
+
+/// The request for the endpoint at `address`: same method, path, query
+/// and (already cleaned) headers, the remaining deadline forwarded.
+fn upstream_request(
+    parts: &Parts,
+    address: &str,
+    body: ProxyBody,
+    deadline: Option<Deadline>,
+) -> Result<Request<ProxyBody>, http::Error> {
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let uri = Uri::builder()
+        .scheme("http")
+        .authority(address)
+        .path_and_query(path)
+        .build()?;
+    let mut request = Request::new(body);
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = uri;
+    *request.headers_mut() = parts.headers.clone();
+    // An HTTP/2 client names the host in the URI, not in `Host`: keep it
+    // for the upstream (otherwise the endpoint's address would be sent).
+    if !request.headers().contains_key(header::HOST)
+        && let Some(v) = parts
+            .uri
+            .authority()
+            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+    {
+        request.headers_mut().insert(header::HOST, v);
+    }
+    if let Some(d) = deadline {
+        d.write_headers(request.headers_mut(), &TokioClock);
+    }
+    Ok(request)
+}

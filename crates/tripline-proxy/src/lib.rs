@@ -1,0 +1,60 @@
+//! `tripline-proxy`: an HTTP sidecar that gives any service, in any
+//! language, the protection of tripline's breakers, retry budgets and
+//! outlier detection.
+//!
+//! A request arrives on a listener, the first matching [route](config::RouteSection)
+//! takes it, and the route's cluster of endpoints serves it:
+//!
+//! ```text
+//! client ─▶ listener ─▶ route: bulkhead ─▶ route breaker ─▶ deadline ─▶ retry loop (budget)
+//!                                                                         └─▶ cluster: endpoint breaker + outlier ─▶ upstream
+//! ```
+//!
+//! Every protection is the library's own type, configured in the library's
+//! vocabulary: the route's breaker is a [`tripline::CircuitBreaker`], the
+//! endpoints live in a [`tripline::cluster::Cluster`] (per-endpoint
+//! breakers, outlier ejection, panic mode, balancing), retries spend a
+//! shared [`tripline::budget::RetryBudget`], deadlines are
+//! [`tripline::timeout::Deadline`]s read from and forwarded in
+//! `tripline-timeout-ms`.
+//!
+//! A request the proxy refuses says why, in headers a machine can read
+//! and a body a human can: see [`rejection`] for the causes, their short
+//! flags and their Envoy analogues.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tripline_proxy::{Proxy, config::ProxyConfig};
+//!
+//! let config = ProxyConfig::load(std::path::Path::new("proxy.toml"))?;
+//! let running = Proxy::try_new(config)?.start().await?;
+//! println!("listening on {:?}", running.local_addrs());
+//! running.run_until_signal().await; // SIGTERM or Ctrl-C, then drain
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What this milestone covers
+//!
+//! HTTP/1.1 both ways with keep-alive pools per endpoint, h2c (HTTP/2 with
+//! prior knowledge) from clients and to clusters marked `protocol = "h2c"`,
+//! streamed bodies,
+//! graceful drain, request-smuggling refusal, route breakers, endpoint
+//! breakers with outlier ejection, budgeted retries and deadlines. Not
+//! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
+//! reload on SIGHUP, DNS re-resolution.
+
+#![forbid(unsafe_code)]
+
+pub mod body;
+pub mod config;
+mod forward;
+mod headers;
+mod proxy;
+pub mod rejection;
+mod route;
+mod server;
+mod smuggling;
+
+pub use proxy::{Proxy, ProxyBuilder};
+pub use server::{Drained, Running};

@@ -1,0 +1,145 @@
+//! Explainable refusals: every request the proxy answers itself says why.
+//!
+//! A refused request gets `503 Service Unavailable` (`429` for rate
+//! limits) with
+//!
+//! - `x-tripline-rejected`: the cause, one of the [`Reason`] names;
+//! - `x-tripline-flag`: the cause's short flag, the same one metrics and
+//!   logs use;
+//! - `x-tripline-route` and, when a breaker refused, `x-tripline-breaker`;
+//! - `retry-after` (whole seconds, rounded up) when the wait is known;
+//! - `cache-control: no-store`, so no cache serves the refusal later;
+//! - a small JSON body saying the same for humans and scripts.
+//!
+//! Answers the proxy makes for a failed upstream (it could not connect,
+//! the connection broke, a try timed out) are not refusals: they carry the
+//! flag but no `x-tripline-rejected`, with the status a client expects from
+//! a gateway (502, 503 or 504) and a JSON body `{"failed": ...}`.
+//!
+//! | flag | meaning | status | Envoy analogue |
+//! |---|---|---|---|
+//! | CO | route or endpoint breaker open | 503 | `UO` (upstream overflow, circuit breaking) |
+//! | HF | breaker half-open, probe slots taken | 503 | `UO` |
+//! | NH | no endpoint routable (all ejected or open) | 503 | `UH` (no healthy upstream) |
+//! | BF | bulkhead full | 503 | `UO` (max requests) |
+//! | BE | a retry was refused by the retry budget | last answer | `upstream_rq_retry_overflow` counter |
+//! | RL | rate limited (reserved: no rate limits yet) | 429 | `RL` |
+//! | DX | deadline already spent | 503 | `DT` (downstream duration timeout) |
+//! | UF | upstream connect failure | 503 | `UF` |
+//! | UT | upstream per-try timeout | 504 | `UT` |
+//! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` |
+//! | NR | no route matched | 404 | `NR` |
+//! | DPE | request smuggling attempt (`Content-Length` with `Transfer-Encoding`) | 400 | `DPE` (downstream protocol error) |
+
+mod response;
+
+use std::fmt;
+
+pub use response::{
+    BREAKER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, ROUTE_HEADER, Rejection,
+};
+
+/// Why the proxy answered a request itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The route's or the chosen endpoint's breaker is open.
+    CircuitOpen,
+    /// The breaker is half-open and its probe slots are taken.
+    HalfOpenFull,
+    /// The route's bulkhead is full.
+    BulkheadFull,
+    /// A retry was due but the retry budget refused it.
+    BudgetExhausted,
+    /// The request exceeded a rate limit (reserved: the proxy has no rate
+    /// limits yet; the name and flag are fixed now so dashboards need not change).
+    RateLimited,
+    /// The request's deadline was spent before it could be sent.
+    DeadlineExceeded,
+    /// No endpoint of the cluster can take the request.
+    NoHealthyEndpoint,
+    /// The endpoint could not be connected to.
+    UpstreamConnectFailure,
+    /// The endpoint did not answer within the per-try timeout.
+    UpstreamTimeout,
+    /// The connection to the endpoint broke before a whole answer arrived.
+    UpstreamReset,
+    /// No route takes the request.
+    NoRoute,
+    /// The request is malformed in a way that can smuggle a second request
+    /// (both `Content-Length` and `Transfer-Encoding`).
+    ProtocolError,
+}
+
+impl Reason {
+    /// The snake_case name sent in `x-tripline-rejected`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::CircuitOpen => "circuit_open",
+            Reason::HalfOpenFull => "half_open_full",
+            Reason::BulkheadFull => "bulkhead_full",
+            Reason::BudgetExhausted => "budget_exhausted",
+            Reason::RateLimited => "rate_limited",
+            Reason::DeadlineExceeded => "deadline_exceeded",
+            Reason::NoHealthyEndpoint => "no_healthy_endpoint",
+            Reason::UpstreamConnectFailure => "upstream_connect_failure",
+            Reason::UpstreamTimeout => "upstream_timeout",
+            Reason::UpstreamReset => "upstream_reset",
+            Reason::NoRoute => "no_route",
+            Reason::ProtocolError => "protocol_error",
+        }
+    }
+
+    /// The short flag for metrics labels and logs (see the module table).
+    pub const fn flag(self) -> &'static str {
+        match self {
+            Reason::CircuitOpen => "CO",
+            Reason::HalfOpenFull => "HF",
+            Reason::BulkheadFull => "BF",
+            Reason::BudgetExhausted => "BE",
+            Reason::RateLimited => "RL",
+            Reason::DeadlineExceeded => "DX",
+            Reason::NoHealthyEndpoint => "NH",
+            Reason::UpstreamConnectFailure => "UF",
+            Reason::UpstreamTimeout => "UT",
+            Reason::UpstreamReset => "UC",
+            Reason::NoRoute => "NR",
+            Reason::ProtocolError => "DPE",
+        }
+    }
+
+    /// The status the proxy answers with.
+    pub const fn status(self) -> u16 {
+        match self {
+            Reason::RateLimited => 429,
+            Reason::UpstreamTimeout => 504,
+            Reason::UpstreamReset => 502,
+            Reason::NoRoute => 404,
+            Reason::ProtocolError => 400,
+            _ => 503,
+        }
+    }
+
+    /// Whether the proxy refused without sending the request anywhere (as
+    /// opposed to reporting an upstream's failure).
+    pub const fn is_refusal(self) -> bool {
+        !matches!(
+            self,
+            Reason::UpstreamConnectFailure | Reason::UpstreamTimeout | Reason::UpstreamReset
+        )
+    }
+
+    /// A breaker refusal's reason from the breaker's state.
+    pub fn from_rejected(rejected: &tripline::Rejected) -> Reason {
+        if rejected.state() == tripline::State::HalfOpen {
+            Reason::HalfOpenFull
+        } else {
+            Reason::CircuitOpen
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

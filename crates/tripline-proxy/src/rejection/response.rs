@@ -1,0 +1,119 @@
+//! The answer the proxy sends for a [`Rejection`](super::Rejection).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use super::Reason;
+use crate::body::{ProxyBody, full};
+
+/// The cause of a refusal, by [`Reason::as_str`].
+pub const REJECTED_HEADER: &str = "x-tripline-rejected";
+/// The cause's short flag ([`Reason::flag`]).
+pub const FLAG_HEADER: &str = "x-tripline-flag";
+/// The route that took the request.
+pub const ROUTE_HEADER: &str = "x-tripline-route";
+/// The breaker that refused it.
+pub const BREAKER_HEADER: &str = "x-tripline-breaker";
+/// On an upstream's answer: a retry was due and refused (`budget_exhausted`).
+pub const RETRY_REFUSED_HEADER: &str = "x-tripline-retry-refused";
+
+/// Everything a refusal says about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// Why.
+    pub reason: Reason,
+    /// The route, if one took the request.
+    pub route: Option<String>,
+    /// The breaker that refused, if one did (the route's name, or
+    /// `cluster:endpoint` for an endpoint's breaker).
+    pub breaker: Option<String>,
+    /// When a retry may succeed, if known.
+    pub retry_after: Option<Duration>,
+}
+
+impl Rejection {
+    /// A rejection for `reason` on `route`.
+    pub fn new(reason: Reason, route: Option<&str>) -> Self {
+        Rejection {
+            reason,
+            route: route.map(str::to_owned),
+            breaker: None,
+            retry_after: None,
+        }
+    }
+
+    /// Names the breaker that refused.
+    pub fn breaker(mut self, name: &str) -> Self {
+        self.breaker = Some(name.to_owned());
+        self
+    }
+
+    /// Sets the known wait.
+    pub fn retry_after(mut self, wait: Option<Duration>) -> Self {
+        self.retry_after = wait;
+        self
+    }
+
+    /// The JSON body: `{"rejected":"circuit_open","flag":"CO",...}` for a
+    /// refusal, `{"failed":"upstream_timeout","flag":"UT",...}` for an
+    /// upstream's failure.
+    pub fn json(&self) -> String {
+        let key = if self.reason.is_refusal() {
+            "rejected"
+        } else {
+            "failed"
+        };
+        let mut body = serde_json::json!({
+            key: self.reason.as_str(),
+            "flag": self.reason.flag(),
+            "status": self.reason.status(),
+        });
+        if let Some(route) = &self.route {
+            body["route"] = route.as_str().into();
+        }
+        if let Some(breaker) = &self.breaker {
+            body["breaker"] = breaker.as_str().into();
+        }
+        if let Some(wait) = self.retry_after {
+            body["retry_after_ms"] = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).into();
+        }
+        let mut text = body.to_string();
+        text.push('\n');
+        text
+    }
+
+    /// The whole response.
+    pub fn response(&self) -> Response<ProxyBody> {
+        let mut response = Response::new(full(Bytes::from(self.json())));
+        *response.status_mut() =
+            StatusCode::from_u16(self.reason.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+        let headers = response.headers_mut();
+        if self.reason.is_refusal() {
+            headers.insert(
+                REJECTED_HEADER,
+                HeaderValue::from_static(self.reason.as_str()),
+            );
+        }
+        headers.insert(FLAG_HEADER, HeaderValue::from_static(self.reason.flag()));
+        let named = [(ROUTE_HEADER, &self.route), (BREAKER_HEADER, &self.breaker)];
+        for (name, value) in named {
+            if let Some(v) = value.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(name, v);
+            }
+        }
+        if let Some(wait) = self.retry_after {
+            // Whole seconds, rounded up: a client that waits exactly this
+            // long must not arrive before the breaker lets it through.
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}

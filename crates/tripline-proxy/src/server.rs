@@ -1,0 +1,205 @@
+//! Listening, serving connections, and draining on shutdown.
+//!
+//! Each accepted connection is served on its own task by hyper: HTTP/1.1,
+//! or HTTP/2 when the client opens with the HTTP/2 preface (h2c with prior
+//! knowledge), with `TCP_NODELAY` set and a bound on how long the client may
+//! take to send a request's headers. On shutdown the listeners stop
+//! accepting, every connection is asked to finish its request in flight
+//! and then close (keep-alive ends), and the proxy waits for them — up to
+//! the drain timeout, after which the remaining connections are dropped.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::forward::handle;
+use crate::proxy::{Inner, Proxy};
+use crate::rejection::{Reason, Rejection};
+use crate::smuggling::Guarded;
+
+/// A proxy serving its listeners; dropping it does not stop it, call
+/// [`shutdown`](Running::shutdown).
+#[derive(Debug)]
+pub struct Running {
+    addrs: Vec<SocketAddr>,
+    /// [`RUNNING`], then [`DRAINING`], then [`CUT`].
+    stop: watch::Sender<u8>,
+    /// Closed (every sender dropped) when the last connection has ended.
+    connections: mpsc::Receiver<()>,
+    accept: JoinSet<()>,
+    drain_timeout: Duration,
+}
+
+/// Serving.
+const RUNNING: u8 = 0;
+/// No new connections; requests in flight finish, then connections close.
+const DRAINING: u8 = 1;
+/// The drain timeout passed: remaining connections are dropped.
+const CUT: u8 = 2;
+
+/// How a drain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// Whether every connection finished before the drain timeout.
+    pub complete: bool,
+}
+
+impl Proxy {
+    /// Binds every listener and starts serving; returns once all are bound.
+    pub async fn start(&self) -> io::Result<Running> {
+        let (stop, stop_rx) = watch::channel(RUNNING);
+        let (alive, connections) = mpsc::channel(1);
+        let mut addrs = Vec::new();
+        let mut accept = JoinSet::new();
+        for l in &self.inner.config.listeners {
+            let listener = TcpListener::bind(l.address.as_str()).await?;
+            addrs.push(listener.local_addr()?);
+            let inner = self.inner.clone();
+            accept.spawn(accept_loop(listener, inner, stop_rx.clone(), alive.clone()));
+        }
+        Ok(Running {
+            addrs,
+            stop,
+            connections,
+            accept,
+            drain_timeout: self.inner.config.proxy.drain_timeout,
+        })
+    }
+}
+
+impl Running {
+    /// The bound addresses, in listener order (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Stops accepting, lets requests in flight finish, and returns when
+    /// every connection has closed or the drain timeout has passed.
+    pub async fn shutdown(mut self) -> Drained {
+        let _ = self.stop.send(DRAINING);
+        self.accept.shutdown().await;
+        let all_closed = async { while self.connections.recv().await.is_some() {} };
+        let complete = tokio::time::timeout(self.drain_timeout, all_closed)
+            .await
+            .is_ok();
+        let _ = self.stop.send(CUT);
+        Drained { complete }
+    }
+
+    /// Serves until `signal` completes, then drains.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) -> Drained {
+        signal.await;
+        self.shutdown().await
+    }
+
+    /// Serves until SIGTERM or Ctrl-C, then drains.
+    pub async fn run_until_signal(self) -> Drained {
+        self.run_until(shutdown_signal()).await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    inner: Arc<Inner>,
+    mut stop: watch::Receiver<u8>,
+    alive: mpsc::Sender<()>,
+) {
+    let for_connections = stop.clone();
+    loop {
+        tokio::select! {
+            _ = reached(&mut stop, DRAINING) => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let stop = for_connections.clone();
+                    tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: keep serving those we have.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+}
+
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    inner: Arc<Inner>,
+    mut stop: watch::Receiver<u8>,
+    _alive: mpsc::Sender<()>,
+) {
+    let _ = stream.set_nodelay(true);
+    let header_read_timeout = inner.config.proxy.header_read_timeout;
+    let (stream, conflict) = Guarded::new(stream);
+    let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        let inner = inner.clone();
+        let smuggled = conflict.load(std::sync::atomic::Ordering::Acquire)
+            && req.headers().contains_key(http::header::TRANSFER_ENCODING);
+        async move {
+            if smuggled {
+                return Ok::<_, std::convert::Infallible>(
+                    Rejection::new(Reason::ProtocolError, None).response(),
+                );
+            }
+            Ok(handle(&inner, req, peer).await)
+        }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = reached(&mut stop, DRAINING) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        // Dropping the connection closes it, and cancels its request.
+        _ = reached(&mut stop, CUT) => {}
+    }
+}
+
+/// Waits until the shutdown has reached `level` (or the sender is gone).
+async fn reached(stop: &mut watch::Receiver<u8>, level: u8) {
+    // The guard `wait_for` returns is not `Send`: drop it here.
+    let _ = stop.wait_for(|s| *s >= level).await;
+}

@@ -1,0 +1,111 @@
+//! Hostile clients: request smuggling, malformed framing, slow headers.
+//! Each is refused or cut, and the proxy keeps serving others.
+
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::*;
+
+/// Sends raw bytes and reads what comes back until the proxy closes.
+async fn raw(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the proxy closes the connection");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn conflicting_length_and_chunked_framing_is_refused_with_400() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    let smuggle = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+    let answer = raw(addr, smuggle).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("x-tripline-rejected: protocol_error"),
+        "{answer}"
+    );
+    assert!(
+        !answer.contains("fine"),
+        "nothing reached the upstream: {answer}"
+    );
+    // The same order reversed.
+    let reversed = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n";
+    assert!(raw(addr, reversed).await.starts_with("HTTP/1.1 400"));
+    assert_eq!(upstream.hits(), 0);
+    // Others are still served.
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn other_malformed_framing_is_refused_with_400() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    let cases: [&[u8]; 3] = [
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad\x01Header: 1\r\n\r\n",
+    ];
+    for case in cases {
+        let answer = raw(addr, case).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400"),
+            "{:?}: {answer}",
+            String::from_utf8_lossy(case)
+        );
+    }
+    assert_eq!(upstream.hits(), 0);
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_too_slow_to_send_its_headers_is_cut_off() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let text = config(&[upstream.addr], "", "").replace(
+        "[[listeners]]",
+        "[proxy]\nheader_read_timeout = \"300ms\"\n\n[[listeners]]",
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(BOUND, slow.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the slow client's connection is closed");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_body_sent_too_slowly_to_keep_for_retries_is_cut_at_the_deadline() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = r#"retry = { attempts = 2 }"#;
+    let (proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = b"PUT /doc HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\ntripline-timeout-ms: 200\r\n\r\nabc";
+    stream.write_all(head).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    let n = tokio::time::timeout(BOUND, stream.read(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("x-tripline-rejected: deadline_exceeded"),
+        "{answer}"
+    );
+    assert_eq!(upstream.hits(), 0);
+    assert_eq!(proxy.route_budget("api").unwrap().stats().deposits, 1);
+    running.shutdown().await;
+}

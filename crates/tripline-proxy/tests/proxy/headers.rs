@@ -1,0 +1,88 @@
+//! What the upstream sees: hop-by-hop headers gone, the client added to
+//! `x-forwarded-for`, the remaining deadline forwarded.
+
+use crate::support::*;
+
+fn echo(
+    header: &'static str,
+) -> impl Fn(&http::Request<hyper::body::Incoming>) -> http::Response<http_body_util::Full<bytes::Bytes>>
+{
+    move |req| {
+        let seen = req
+            .headers()
+            .get_all(header)
+            .iter()
+            .map(|v| v.to_str().unwrap_or("?"))
+            .collect::<Vec<_>>()
+            .join("|");
+        http::Response::new(http_body_util::Full::new(bytes::Bytes::from(seen)))
+    }
+}
+
+#[tokio::test]
+async fn hop_by_hop_headers_stay_and_the_client_is_named() {
+    let upstream = Upstream::start(echo("x-forwarded-for")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    assert_eq!(get(addr, "/").await.body, "127.0.0.1");
+    let chained = send(addr, "GET", "/", &[("x-forwarded-for", "203.0.113.7")]).await;
+    assert_eq!(chained.body, "203.0.113.7, 127.0.0.1");
+    running.shutdown().await;
+
+    let upstream = Upstream::start(echo("x-session-hop")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    let headers = [("connection", "x-session-hop"), ("x-session-hop", "secret")];
+    assert_eq!(
+        send(addr, "GET", "/", &headers).await.body,
+        "",
+        "a header named by `connection` is not forwarded"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_remaining_deadline_is_forwarded_and_a_spent_one_refused() {
+    let upstream = Upstream::start(echo("tripline-timeout-ms")).await;
+    let route = r#"timeout = { overall = "2s" }"#;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    let own: u64 = get(addr, "/").await.body.parse().unwrap();
+    assert!((1000..=2000).contains(&own), "the route's own 2 s: {own}");
+    let incoming = send(addr, "GET", "/", &[("tripline-timeout-ms", "500")]).await;
+    let forwarded: u64 = incoming.body.parse().unwrap();
+    assert!(
+        (1..=500).contains(&forwarded),
+        "the earlier of the caller's 500 ms and 2 s: {forwarded}"
+    );
+    let spent = send(addr, "GET", "/", &[("tripline-timeout-ms", "0")]).await;
+    assert_eq!(spent.status, 503);
+    assert_eq!(
+        spent.header("x-tripline-rejected"),
+        Some("deadline_exceeded")
+    );
+    assert_eq!(spent.header("x-tripline-flag"), Some("DX"));
+    assert_eq!(upstream.hits(), 2);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_matching_route_is_a_404_that_says_so() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = r#"match = { path_prefix = "/api", method = "GET", headers = { x-tenant = "a" } }"#;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    assert_eq!(
+        send(addr, "GET", "/api/x", &[("x-tenant", "a")])
+            .await
+            .status,
+        200
+    );
+    for (method, path, tenant) in [
+        ("GET", "/other", "a"),
+        ("POST", "/api/x", "a"),
+        ("GET", "/api/x", "b"),
+    ] {
+        let answer = send(addr, method, path, &[("x-tenant", tenant)]).await;
+        assert_eq!(answer.status, 404, "{method} {path} {tenant}");
+        assert_eq!(answer.header("x-tripline-flag"), Some("NR"));
+    }
+    assert_eq!(upstream.hits(), 1);
+    running.shutdown().await;
+}

@@ -1,0 +1,15 @@
+//! The proxy over real sockets on 127.0.0.1: upstreams that fail, hang,
+//! close mid-answer or push back; every wait is bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+mod bad_input;
+mod breaking;
+mod drain;
+mod h2c;
+mod headers;
+mod outlier;
+mod refusals;
+mod retries;
+mod support;
+mod upstream_failures;
