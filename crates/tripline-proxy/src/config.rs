@@ -63,6 +63,20 @@ pub struct ProxyConfig {
     pub routes: Vec<RouteSection>,
     /// Clusters by name, referred to by routes.
     pub clusters: BTreeMap<String, ClusterSection>,
+    /// Where to serve `GET /metrics`, if anywhere: a listener of its own,
+    /// so scrapes never share a port (or a route table) with the data plane.
+    pub admin: Option<AdminSection>,
+}
+
+/// The admin listener: Prometheus metrics of every breaker, cluster and
+/// budget the proxy built, and its request and refusal counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminSection {
+    /// `ip:port`, e.g. `"127.0.0.1:9901"`; port 0 picks a free port (tests).
+    /// Bind it to loopback or a private interface: metrics name routes,
+    /// clusters and endpoints.
+    pub address: String,
 }
 
 /// Process-wide settings.
@@ -130,7 +144,7 @@ impl ProxyConfig {
     /// accepts both.
     pub fn looks_like_proxy_config(text: &str) -> bool {
         match toml::from_str::<toml::Table>(text) {
-            Ok(table) => ["listeners", "routes", "clusters", "proxy"]
+            Ok(table) => ["listeners", "routes", "clusters", "proxy", "admin"]
                 .iter()
                 .any(|k| table.contains_key(*k)),
             Err(_) => false,

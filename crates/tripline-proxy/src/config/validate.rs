@@ -28,6 +28,14 @@ impl ProxyConfig {
                 )
             })?;
         }
+        if let Some(admin) = &self.admin {
+            admin.address.parse::<SocketAddr>().map_err(|_| {
+                ConfigError::invalid(
+                    "admin.address",
+                    format!("must be ip:port, got {:?}", admin.address),
+                )
+            })?;
+        }
         let p = &self.proxy;
         if p.drain_timeout.is_zero()
             || p.header_read_timeout.is_zero()
