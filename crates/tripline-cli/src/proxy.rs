@@ -40,6 +40,9 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
         for addr in running.local_addrs() {
             println!("tripline proxy: listening on {addr}");
         }
+        if let Some(addr) = running.admin_addr() {
+            println!("tripline proxy: metrics at http://{addr}/metrics");
+        }
         let drained = running.run_until_signal().await;
         if drained.complete {
             println!("tripline proxy: drained");

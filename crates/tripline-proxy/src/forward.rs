@@ -22,16 +22,34 @@ use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection};
 use crate::route::Route;
 use attempt::Tried;
 
-/// Answers one request.
+/// Answers one request, and counts the answer.
 pub(crate) async fn handle(
     proxy: &Inner,
     req: Request<Incoming>,
     peer: SocketAddr,
 ) -> Response<ProxyBody> {
-    let (mut parts, body) = req.into_parts();
-    let Some(route) = proxy.routes.iter().find(|r| r.matches(&parts)) else {
-        return Rejection::new(Reason::NoRoute, None).response();
+    let (parts, body) = req.into_parts();
+    let Some(index) = proxy.routes.iter().position(|r| r.matches(&parts)) else {
+        let response = Rejection::new(Reason::NoRoute, None).response();
+        proxy.metrics.observe(None, &response);
+        return response;
     };
+    let response = match proxy.routes.get(index) {
+        Some(route) => forward(proxy, route, parts, body, peer).await,
+        None => Rejection::new(Reason::NoRoute, None).response(),
+    };
+    proxy.metrics.observe(Some(index), &response);
+    response
+}
+
+/// Sends one request along `route`.
+async fn forward(
+    proxy: &Inner,
+    route: &Route,
+    mut parts: http::request::Parts,
+    body: Incoming,
+    peer: SocketAddr,
+) -> Response<ProxyBody> {
     let reject = |reason| Rejection::new(reason, Some(&route.name));
     let bulkhead = match &route.bulkhead {
         Some(b) => match b.try_acquire_owned() {

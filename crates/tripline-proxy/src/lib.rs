@@ -22,6 +22,11 @@
 //! and a body a human can: see [`rejection`] for the causes, their short
 //! flags and their Envoy analogues.
 //!
+//! With an `[admin]` section the proxy serves `GET /metrics` on a listener
+//! of its own: every route breaker, cluster and retry budget it built,
+//! through `tripline-prometheus`, and its request and refusal counts by
+//! route (see [`metrics`] for the names).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use tripline_proxy::{Proxy, config::ProxyConfig};
@@ -40,16 +45,19 @@
 //! prior knowledge) from clients and to clusters marked `protocol = "h2c"`,
 //! streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
-//! breakers with outlier ejection, budgeted retries and deadlines. Not
+//! breakers with outlier ejection, budgeted retries and deadlines,
+//! Prometheus metrics on an admin listener. Not
 //! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
 //! reload on SIGHUP, DNS re-resolution.
 
 #![forbid(unsafe_code)]
 
+mod admin;
 pub mod body;
 pub mod config;
 mod forward;
 mod headers;
+pub mod metrics;
 mod proxy;
 pub mod rejection;
 mod route;

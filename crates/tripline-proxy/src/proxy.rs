@@ -14,6 +14,7 @@ use tripline::cluster::Cluster;
 
 use crate::body::ProxyBody;
 use crate::config::{ConfigError, ProxyConfig};
+use crate::metrics::ProxyMetrics;
 use crate::route::Route;
 
 /// A proxy built from a [`ProxyConfig`]: cheap to clone, clones share
@@ -31,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) client: Client<HttpConnector, ProxyBody>,
     /// h2c upstreams (HTTP/2 with prior knowledge).
     pub(crate) h2c: Client<HttpConnector, ProxyBody>,
+    /// Everything above, exported; and the proxy's own counters.
+    pub(crate) metrics: ProxyMetrics,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -78,6 +81,7 @@ impl ProxyBuilder {
                 .unwrap_or_default();
             routes.push(Route::build(&at, section, cluster, protocol, &self.clock)?);
         }
+        let metrics = ProxyMetrics::build(&routes, &clusters)?;
         let p = &config.proxy;
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
@@ -97,6 +101,7 @@ impl ProxyBuilder {
                 clusters,
                 client,
                 h2c,
+                metrics,
             }),
         })
     }
@@ -135,6 +140,13 @@ impl Proxy {
     /// The retry budget of the route named `name`.
     pub fn route_budget(&self, name: &str) -> Option<&RetryBudget> {
         Some(&self.route(name)?.budget)
+    }
+
+    /// The exporter holding every route breaker, cluster and retry budget
+    /// of this proxy (what the admin listener serves): to render or push
+    /// the metrics without the admin listener, or to register more into.
+    pub fn exporter(&self) -> &tripline_prometheus::Exporter {
+        self.inner.metrics.exporter()
     }
 
     fn route(&self, name: &str) -> Option<&Route> {

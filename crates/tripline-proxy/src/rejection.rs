@@ -71,6 +71,22 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, so metrics can create a series per flag up front.
+    pub const ALL: [Reason; 12] = [
+        Reason::CircuitOpen,
+        Reason::HalfOpenFull,
+        Reason::BulkheadFull,
+        Reason::BudgetExhausted,
+        Reason::RateLimited,
+        Reason::DeadlineExceeded,
+        Reason::NoHealthyEndpoint,
+        Reason::UpstreamConnectFailure,
+        Reason::UpstreamTimeout,
+        Reason::UpstreamReset,
+        Reason::NoRoute,
+        Reason::ProtocolError,
+    ];
+
     /// The snake_case name sent in `x-tripline-rejected`.
     pub const fn as_str(self) -> &'static str {
         match self {

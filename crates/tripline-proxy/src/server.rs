@@ -31,6 +31,7 @@ use crate::smuggling::Guarded;
 #[derive(Debug)]
 pub struct Running {
     addrs: Vec<SocketAddr>,
+    admin: Option<SocketAddr>,
     /// [`RUNNING`], then [`DRAINING`], then [`CUT`].
     stop: watch::Sender<u8>,
     /// Closed (every sender dropped) when the last connection has ended.
@@ -40,11 +41,11 @@ pub struct Running {
 }
 
 /// Serving.
-const RUNNING: u8 = 0;
+pub(crate) const RUNNING: u8 = 0;
 /// No new connections; requests in flight finish, then connections close.
-const DRAINING: u8 = 1;
+pub(crate) const DRAINING: u8 = 1;
 /// The drain timeout passed: remaining connections are dropped.
-const CUT: u8 = 2;
+pub(crate) const CUT: u8 = 2;
 
 /// How a drain ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,8 +67,21 @@ impl Proxy {
             let inner = self.inner.clone();
             accept.spawn(accept_loop(listener, inner, stop_rx.clone(), alive.clone()));
         }
+        let mut admin = None;
+        if let Some(section) = &self.inner.config.admin {
+            let listener = TcpListener::bind(section.address.as_str()).await?;
+            admin = Some(listener.local_addr()?);
+            accept.spawn(crate::admin::accept_loop(
+                listener,
+                self.inner.metrics.handler().clone(),
+                self.inner.config.proxy.header_read_timeout,
+                stop_rx.clone(),
+                alive.clone(),
+            ));
+        }
         Ok(Running {
             addrs,
+            admin,
             stop,
             connections,
             accept,
@@ -80,6 +94,12 @@ impl Running {
     /// The bound addresses, in listener order (port 0 resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The admin listener's bound address (port 0 resolved), when the
+    /// config has an `[admin]` section: where `GET /metrics` is served.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin
     }
 
     /// Stops accepting, lets requests in flight finish, and returns when
@@ -171,9 +191,9 @@ async fn serve(
             && req.headers().contains_key(http::header::TRANSFER_ENCODING);
         async move {
             if smuggled {
-                return Ok::<_, std::convert::Infallible>(
-                    Rejection::new(Reason::ProtocolError, None).response(),
-                );
+                let response = Rejection::new(Reason::ProtocolError, None).response();
+                inner.metrics.observe(None, &response);
+                return Ok::<_, std::convert::Infallible>(response);
             }
             Ok(handle(&inner, req, peer).await)
         }
@@ -199,7 +219,7 @@ async fn serve(
 }
 
 /// Waits until the shutdown has reached `level` (or the sender is gone).
-async fn reached(stop: &mut watch::Receiver<u8>, level: u8) {
+pub(crate) async fn reached(stop: &mut watch::Receiver<u8>, level: u8) {
     // The guard `wait_for` returns is not `Send`: drop it here.
     let _ = stop.wait_for(|s| *s >= level).await;
 }

@@ -8,6 +8,7 @@ mod breaking;
 mod drain;
 mod h2c;
 mod headers;
+mod metrics;
 mod outlier;
 mod refusals;
 mod retries;

@@ -1,0 +1,158 @@
+//! The proxy's metrics: everything it built, exported by
+//! `tripline-prometheus`, plus two counters of its own.
+//!
+//! At build time every route breaker, every cluster (its endpoint
+//! breakers, outlier ejections and panic mode) and every route's retry
+//! budget is registered into one [`Exporter`], which reads their counts
+//! when Prometheus scrapes: the request path pays nothing for them. The
+//! names and labels are the exporter's (see [`tripline_prometheus::names`]);
+//! breakers are labelled with their names, budgets with their route's name,
+//! clusters with their config key, so every label value comes from the
+//! config and the series are bounded.
+//!
+//! Two things only the proxy knows are counted on the request path, one
+//! relaxed atomic add each per request:
+//!
+//! | metric | labels | meaning |
+//! |---|---|---|
+//! | `tripline_proxy_requests_total` | `route`, `code_class` (`2xx` … `5xx`) | answers sent, by route and status class |
+//! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
+//!
+//! `route` is empty for requests no route matched (`NR`) and for smuggling
+//! attempts refused before routing (`DPE`). Every series exists from the
+//! start at zero, so a rate over it is defined before the first refusal.
+
+use std::sync::Arc;
+
+use http::Response;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use tripline_prometheus::http::MetricsHandler;
+use tripline_prometheus::{Detail, Exporter};
+
+use crate::config::ConfigError;
+use crate::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
+use crate::route::Route;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The status classes counted; 1xx is never a final answer here.
+const CLASSES: [&str; 4] = ["2xx", "3xx", "4xx", "5xx"];
+
+/// The exporter and the proxy's own counters, built once per proxy.
+pub(crate) struct ProxyMetrics {
+    exporter: Exporter,
+    handler: MetricsHandler,
+    /// One per route, in route order, then one for unrouted requests.
+    per_route: Vec<RouteCounters>,
+}
+
+/// Counters of one route, created up front so the request path only adds.
+struct RouteCounters {
+    classes: [Counter; 4],
+    flags: Vec<(&'static str, Counter)>,
+}
+
+impl ProxyMetrics {
+    /// Registers every route breaker, route budget and cluster into a new
+    /// exporter, and the proxy's counters beside it.
+    pub(crate) fn build(
+        routes: &[Route],
+        clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
+    ) -> Result<ProxyMetrics, ConfigError> {
+        let exporter = Exporter::default();
+        for (name, cluster) in clusters {
+            exporter
+                .register_cluster(cluster, Detail::Full)
+                .map_err(|e| ConfigError::invalid(format!("clusters.{name}"), e.to_string()))?;
+        }
+        for (i, route) in routes.iter().enumerate() {
+            if let Some(b) = &route.breaker {
+                exporter.register_breaker(b, Detail::Full).map_err(|e| {
+                    ConfigError::invalid(format!("routes[{i}].breaker.name"), e.to_string())
+                })?;
+            }
+            exporter
+                .register_budget(&route.name, &route.budget)
+                .map_err(|e| ConfigError::invalid(format!("routes[{i}].name"), e.to_string()))?;
+        }
+        let requests = Family::<Labels, Counter>::default();
+        let refusals = Family::<Labels, Counter>::default();
+        let names = routes.iter().map(|r| &*r.name).chain(std::iter::once(""));
+        let per_route = names
+            .map(|route| RouteCounters {
+                classes: CLASSES.map(|class| {
+                    requests
+                        .get_or_create(&vec![
+                            ("route", route.to_string()),
+                            ("code_class", class.to_string()),
+                        ])
+                        .clone()
+                }),
+                flags: Reason::ALL
+                    .iter()
+                    .map(|r| {
+                        let labels = vec![("route", route.to_string()), ("flag", r.flag().into())];
+                        (r.flag(), refusals.get_or_create(&labels).clone())
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(exporter.clone()));
+        let prefix = exporter.prefix();
+        registry.register(
+            format!("{prefix}_proxy_requests"),
+            "Answers the proxy sent, by route and status class",
+            requests,
+        );
+        registry.register(
+            format!("{prefix}_proxy_refusals"),
+            "Answers carrying a refusal or upstream-failure flag, by route and flag",
+            refusals,
+        );
+        Ok(ProxyMetrics {
+            handler: MetricsHandler::with_registry(Arc::new(registry)),
+            exporter,
+            per_route,
+        })
+    }
+
+    /// The exporter every breaker, cluster and budget is registered in.
+    pub(crate) fn exporter(&self) -> &Exporter {
+        &self.exporter
+    }
+
+    /// The `/metrics` handler: the exporter and the proxy's counters.
+    pub(crate) fn handler(&self) -> &MetricsHandler {
+        &self.handler
+    }
+
+    /// Counts one answer of route number `route` (`None`: unrouted).
+    pub(crate) fn observe<B>(&self, route: Option<usize>, response: &Response<B>) {
+        let index = route.unwrap_or(self.per_route.len().saturating_sub(1));
+        let Some(counters) = self.per_route.get(index) else {
+            return;
+        };
+        let class = usize::from(response.status().as_u16() / 100).wrapping_sub(2);
+        if let Some(c) = counters.classes.get(class) {
+            c.inc();
+        }
+        let headers = response.headers();
+        if let Some(flag) = headers.get(FLAG_HEADER).and_then(|v| v.to_str().ok()) {
+            counters.count_flag(flag);
+        }
+        if headers.contains_key(RETRY_REFUSED_HEADER) {
+            counters.count_flag(Reason::BudgetExhausted.flag());
+        }
+    }
+}
+
+impl RouteCounters {
+    fn count_flag(&self, flag: &str) {
+        if let Some((_, c)) = self.flags.iter().find(|(f, _)| *f == flag) {
+            c.inc();
+        }
+    }
+}
