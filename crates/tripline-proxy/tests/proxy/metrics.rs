@@ -89,6 +89,10 @@ async fn admin_metrics_show_the_open_route_breaker_refusals_and_endpoint_breaker
     assert_eq!(scrape(admin, "/").await.status, 404);
     assert_eq!(scrape(admin, "/api").await.status, 404);
     assert!(running.shutdown().await.complete);
+    assert!(
+        tokio::net::TcpStream::connect(admin).await.is_err(),
+        "the admin listener drains with the proxy"
+    );
 }
 
 #[tokio::test]
