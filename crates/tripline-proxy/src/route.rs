@@ -52,10 +52,8 @@ impl Route {
         let breaker = match &section.breaker {
             Some(config) => {
                 let mut config = config.clone();
-                if config.name.is_empty()
-                    || config.name == tripline::CircuitBreakerConfig::default().name
-                {
-                    config.name = section.name.clone();
+                if let Some(name) = section.breaker_name() {
+                    config.name = name.to_string();
                 }
                 let b = CircuitBreaker::builder()
                     .config(config)

@@ -175,3 +175,14 @@ fn proxy_configs_are_told_from_breaker_configs() {
         "name = \"payments\"\nminimum_calls = 5\n"
     ));
 }
+
+#[test]
+fn two_route_breakers_of_one_name_are_refused() {
+    let twice = format!(
+        "{}\n[[routes]]\nname = \"other\"\ncluster = \"backend\"\nbreaker = {{ name = \"api\" }}\n",
+        with_route("breaker = {}")
+    );
+    assert_eq!(error_field(&twice), "routes[1].breaker.name");
+    let distinct = twice.replace("{ name = \"api\" }", "{}");
+    assert!(ProxyConfig::from_toml(&distinct).is_ok());
+}

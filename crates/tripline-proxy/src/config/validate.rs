@@ -75,6 +75,7 @@ impl ProxyConfig {
                 .map_err(|e| policy_error(&at, &e))?;
         }
         let mut names = BTreeSet::new();
+        let mut breakers = BTreeSet::new();
         for (i, route) in self.routes.iter().enumerate() {
             let at = format!("routes[{i}]");
             if !names.insert(route.name.as_str()) {
@@ -84,6 +85,16 @@ impl ProxyConfig {
                 ));
             }
             self.validate_route(&at, route)?;
+            // Metrics tell breakers apart by name: two with one name
+            // would be one series, so the exporter refuses the second.
+            if let Some(name) = route.breaker_name()
+                && !breakers.insert(name)
+            {
+                return Err(ConfigError::invalid(
+                    format!("{at}.breaker.name"),
+                    format!("{name:?} names two route breakers"),
+                ));
+            }
         }
         Ok(())
     }
@@ -210,6 +221,17 @@ impl ProxyConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl RouteSection {
+    /// The name the route's breaker runs under, if it has a breaker: its
+    /// own `name` when set, else the route's name.
+    pub(crate) fn breaker_name(&self) -> Option<&str> {
+        let config = self.breaker.as_ref()?;
+        let default =
+            config.name.is_empty() || config.name == tripline::CircuitBreakerConfig::default().name;
+        Some(if default { &self.name } else { &config.name })
     }
 }
 
