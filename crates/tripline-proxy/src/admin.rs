@@ -18,37 +18,26 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tripline_prometheus::http::{MetricsBody, MetricsHandler};
 
-use crate::server::{CUT, DRAINING, reached};
+use crate::server::{CUT, DRAINING, accept_until_drain, reached};
 
 /// Accepts admin connections until the drain starts.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     handler: MetricsHandler,
     header_read_timeout: Duration,
-    mut stop: watch::Receiver<u8>,
+    stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
 ) {
-    let for_connections = stop.clone();
-    loop {
-        tokio::select! {
-            _ = reached(&mut stop, DRAINING) => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(serve(
-                        stream,
-                        handler.clone(),
-                        header_read_timeout,
-                        for_connections.clone(),
-                        alive.clone(),
-                    ));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "admin accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-        }
-    }
+    accept_until_drain(listener, stop, "admin accept failed", |stream, _, stop| {
+        tokio::spawn(serve(
+            stream,
+            handler.clone(),
+            header_read_timeout,
+            stop,
+            alive.clone(),
+        ));
+    })
+    .await;
 }
 
 /// Serves one admin connection (HTTP/1.1), closing it on drain.

@@ -153,21 +153,33 @@ async fn shutdown_signal() {
 async fn accept_loop(
     listener: TcpListener,
     inner: Arc<Inner>,
-    mut stop: watch::Receiver<u8>,
+    stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
+) {
+    accept_until_drain(listener, stop, "accept failed", |stream, peer, stop| {
+        tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
+    })
+    .await;
+}
+
+/// Accepts connections on `listener` until the drain starts, handing each
+/// to `spawn` with its own view of the stop signal. An accept error (out
+/// of descriptors and the like) is logged as `what` and retried shortly:
+/// the connections already open keep being served.
+pub(crate) async fn accept_until_drain(
+    listener: TcpListener,
+    mut stop: watch::Receiver<u8>,
+    what: &'static str,
+    mut spawn: impl FnMut(TcpStream, SocketAddr, watch::Receiver<u8>),
 ) {
     let for_connections = stop.clone();
     loop {
         tokio::select! {
             _ = reached(&mut stop, DRAINING) => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let stop = for_connections.clone();
-                    tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
-                }
+                Ok((stream, peer)) => spawn(stream, peer, for_connections.clone()),
                 Err(e) => {
-                    // Out of descriptors and the like: keep serving those we have.
-                    tracing::warn!(error = %e, "accept failed");
+                    tracing::warn!(error = %e, "{what}");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
