@@ -172,7 +172,7 @@ impl Model {
                         if now - self.entered_at < self.min_state() {
                             return self.reject();
                         }
-                        self.apply(d, now, false);
+                        self.apply(d, now);
                         continue;
                     }
                     match self.admit(now) {
@@ -184,7 +184,7 @@ impl Model {
                         }
                         Admit::No => return self.reject(),
                         Admit::Decided(d) => {
-                            self.decide(d, now, false);
+                            self.decide(d, now);
                             if self.parked.is_some() {
                                 return self.reject();
                             }
@@ -312,15 +312,15 @@ impl Model {
     }
 
     /// Applies a round's decision, or parks it until `min_state_duration`.
-    fn decide(&mut self, d: Decision, now: Duration, _slow: bool) {
+    fn decide(&mut self, d: Decision, now: Duration) {
         if now - self.entered_at < self.min_state() {
             self.parked = Some(d);
             return;
         }
-        self.apply(d, now, false);
+        self.apply(d, now);
     }
 
-    fn apply(&mut self, d: Decision, now: Duration, _slow: bool) {
+    fn apply(&mut self, d: Decision, now: Duration) {
         match d {
             Decision::Close => self.transition(State::Closed, now),
             Decision::Reopen => self.open(now, None, State::Open),
@@ -407,7 +407,7 @@ impl Model {
         if let (None, Some(d)) = (before, after)
             && self.parked.is_none()
         {
-            self.decide(d, now, false);
+            self.decide(d, now);
         }
     }
 
