@@ -34,13 +34,23 @@ pub(crate) struct SimulateArgs {
     /// intervals and downstream load, per breaker.
     #[arg(long, value_name = "OUT.svg")]
     chart: Option<PathBuf>,
+    /// List every transition in the text report; by default repeated
+    /// failed probe rounds of a replica are collapsed into one row.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
     let scenario = Scenario::load(&args.file).map_err(|e| CliError::input(e.to_string()))?;
     let report = Report::simulate(&scenario).map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {
-        Format::Text => text::render(&scenario, &report),
+        Format::Text => text::render_with(
+            &scenario,
+            &report,
+            text::TextOptions {
+                verbose: args.verbose,
+            },
+        ),
         Format::Json => report.to_json(),
     };
     if let Some(path) = &args.chart {

@@ -26,23 +26,27 @@ pub(crate) enum Format {
 
 /// How configs are ranked, shown under `tripline sweep --help`.
 const SCORE_HELP: &str = "\
-Ranking, lower is better: score = detection + 5s × false trips + collateral, where
+Ranking, lower is better: score = detection + 5s × false trips + collateral + load + lockstep, where
 - detection sums the detection delays of the faults with expect_trip = true
   (a fault never tripped on counts its whole length),
 - false trips are trips on faults with expect_trip = false or before any fault,
-- collateral is the healthy calls rejected ÷ the calls per second of all replicas.";
+- collateral is the healthy calls rejected ÷ the calls per second of all replicas,
+- load is the calls still sent to a failing dependency after the trip ÷ the same rate,
+- lockstep is 10s × the share of replicas probing in the same second, per outage.
+Rows whose scores are equal to the millisecond are marked as ties (rank `3=`).";
 
 /// Options of `tripline sweep`.
 ///
-/// Score (lower is better): detection + 5s × false trips + collateral, where
-/// detection sums the detection delay of every fault with expect_trip = true
-/// (a missed fault counts its whole length) and collateral is the healthy
-/// calls rejected divided by the calls per second of all replicas.
+/// Score (lower is better): see `SCORE_HELP` and `tripline_sim::score`.
 #[derive(Args, Debug)]
 #[command(after_help = SCORE_HELP)]
 pub(crate) struct SweepArgs {
-    /// The scenario file; its first breaker table is the base config.
+    /// The scenario file; its first breaker table is the base config
+    /// unless `--breaker` names another.
     file: PathBuf,
+    /// The `[[breaker]]` (by name) whose parameters are swept.
+    #[arg(long, value_name = "NAME")]
+    breaker: Option<String>,
     /// A key of the breaker table (dotted for nested ones) and its values,
     /// e.g. `minimum_calls=5,10,20` or `open_duration=2s,5s,10s`; repeat
     /// for more keys.
@@ -68,7 +72,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<(), CliError> {
         bar.set_style(style);
     }
     let tick = || bar.inc(1);
-    let sweep = Sweep::run(&scenario, &grid, &tick);
+    let sweep = Sweep::run_breaker(&scenario, args.breaker.as_deref(), &grid, &tick);
     bar.finish_and_clear();
     let sweep = sweep.map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {

@@ -86,13 +86,13 @@ fn detection_recovery_attribution_false_trips_and_load_match_the_hand_computatio
         json!([
             {"name": "outage", "start": 10.0, "expect_trip": true, "trips": 1,
              "detection_delay": 1.1, "recovered_at": 23.1, "probe_peak_per_second": 1,
-             "rejected": 9, "failed": 4, "succeeded": 2},
+             "sent_after_trip": 2, "rejected": 9, "failed": 4, "succeeded": 2},
             {"name": "blip", "start": 25.0, "expect_trip": false, "trips": 1,
              "detection_delay": 0.1, "recovered_at": 29.1, "probe_peak_per_second": null,
-             "rejected": 3, "failed": 1, "succeeded": 1},
+             "sent_after_trip": null, "rejected": 3, "failed": 1, "succeeded": 1},
             {"name": "double blip", "start": 30.0, "expect_trip": false, "trips": 1,
              "detection_delay": 1.1, "recovered_at": 35.1, "probe_peak_per_second": null,
-             "rejected": 3, "failed": 2, "succeeded": 5},
+             "sent_after_trip": null, "rejected": 3, "failed": 2, "succeeded": 5},
         ])
     );
     assert_eq!(r["false_trips"], 2);
@@ -102,7 +102,11 @@ fn detection_recovery_attribution_false_trips_and_load_match_the_hand_computatio
         json!({"peak_per_second": 1, "mean_per_second": 0.625})
     );
     // score = detection 1.1 + 5 × 2 false trips + 9 collateral calls ÷ 1 call/s
-    assert!((r["score"]["value"].as_f64().expect("number") - 20.1).abs() < 1e-9);
+    //       + the 2 probes (15 s, 19 s) sent into the outage after the trip ÷ 1 call/s;
+    // one replica cannot probe in lock-step with another.
+    assert!((r["score"]["value"].as_f64().expect("number") - 22.1).abs() < 1e-9);
+    assert_eq!(r["score"]["load"], 2.0);
+    assert_eq!(r["score"]["lockstep"], 0.0);
 }
 
 #[test]

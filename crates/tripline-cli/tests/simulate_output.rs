@@ -170,6 +170,7 @@ fn json_schema_is_stable() {
             "detection_delay",
             "recovered_at",
             "probe_peak_per_second",
+            "sent_after_trip",
             "rejected",
             "failed",
             "succeeded",
@@ -189,7 +190,15 @@ fn json_schema_is_stable() {
     );
     assert_eq!(
         keys(&run["score"]),
-        set(&["value", "detection", "missed", "false_trips", "collateral"])
+        set(&[
+            "value",
+            "detection",
+            "missed",
+            "false_trips",
+            "collateral",
+            "load",
+            "lockstep"
+        ])
     );
 }
 
@@ -211,10 +220,54 @@ fn text_report_has_timeline_fault_table_and_one_comparison_row_per_breaker() {
         text.contains("40.08s        0  closed → open"),
         "sensitive trips at 40.08 s:\n{text}"
     );
+    assert!(
+        text.lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("verdict: \"balanced\" handled this scenario best")),
+        "the verdict comes right after the scenario line:\n{text}"
+    );
     let comparison = text.split("\ncomparison").nth(1).expect("comparison table");
-    let rows: Vec<&str> = comparison.lines().skip(2).collect();
+    let rows: Vec<&str> = comparison
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
     assert_eq!(rows.len(), 3, "{comparison}");
     assert!(rows[0].starts_with("sensitive") && rows[2].starts_with("conservative"));
+    assert!(
+        text.find("\ncomparison") < text.find("== breaker"),
+        "the comparison comes before the detail"
+    );
+    assert!(
+        text.contains("open → half_open → open  probe_failed ×19"),
+        "nineteen failed probe rounds are one row:\n{text}"
+    );
+    let singular_with_plural = |noun: &str| {
+        text.match_indices(&format!("1 {noun}")).any(|(i, _)| {
+            !text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_digit())
+        })
+    };
+    assert!(
+        !singular_with_plural("calls") && !singular_with_plural("trips"),
+        "plural agreement:\n{text}"
+    );
+    assert!(text.contains("1 call, 0 failed") && text.contains("1 trip, 0 false"));
+    let verbose = tripline([
+        "simulate",
+        bundled("ride-hailing-eta.toml").to_str().expect("path"),
+        "--verbose",
+    ])
+    .text();
+    assert!(!verbose.contains("×19"), "--verbose lists every round");
+    assert!(
+        verbose
+            .lines()
+            .any(|l| l.trim_start().starts_with("43.13s") && l.contains("half_open → open")),
+        "{verbose}"
+    );
 }
 
 #[test]

@@ -58,7 +58,9 @@ fn every_point_of_the_product_is_ranked_by_score() {
         let score = x["score"].as_f64().expect("score");
         let parts = x["detection"].as_f64().expect("d")
             + 5.0 * x["false_trips"].as_f64().expect("f")
-            + x["collateral_rejected"].as_f64().expect("c") / 20.0;
+            + x["collateral_rejected"].as_f64().expect("c") / 20.0
+            + x["load"].as_f64().expect("load")
+            + x["lockstep"].as_f64().expect("lockstep");
         assert!((score - parts).abs() < 1e-9, "score = documented formula");
         if i > 0 {
             assert!(
@@ -117,7 +119,7 @@ fn csv_has_a_header_and_one_row_per_config_in_rank_order() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "rank,score,detection,missed,false_trips,collateral_rejected,trips,rejected,failed,minimum_calls,failure_rate_threshold"
+        "rank,score,detection,missed,false_trips,collateral_rejected,trips,rejected,failed,load,lockstep,tie,minimum_calls,failure_rate_threshold"
     );
     assert_eq!(lines.len(), 10);
     for (line, r) in lines[1..]
@@ -125,11 +127,15 @@ fn csv_has_a_header_and_one_row_per_config_in_rank_order() {
         .zip(json["results"].as_array().expect("results"))
     {
         let cells: Vec<&str> = line.split(',').collect();
-        assert_eq!(cells.len(), 11, "{line}");
+        assert_eq!(cells.len(), 14, "{line}");
         assert_eq!(cells[0], r["rank"].to_string());
-        assert_eq!(cells[9], r["params"]["minimum_calls"].as_str().expect("mc"));
+        assert_eq!(cells[11], r["tie"].to_string());
         assert_eq!(
-            cells[10],
+            cells[12],
+            r["params"]["minimum_calls"].as_str().expect("mc")
+        );
+        assert_eq!(
+            cells[13],
             r["params"]["failure_rate_threshold"].as_str().expect("frt")
         );
         let score: f64 = cells[1].parse().expect("number");
@@ -204,4 +210,71 @@ fn chart_plots_detection_delay_against_false_trips_and_collateral() {
     assert!(texts.iter().any(|t| t.contains("false trips")));
     assert!(texts.iter().any(|t| t.contains("collateral rejections")));
     assert!(texts.iter().any(|t| t.starts_with("detection delay")));
+}
+
+#[test]
+fn text_output_marks_ties_and_shows_the_warnings_that_explain_a_missed_row() {
+    let text = sweep("text").text();
+    let json = sweep("json").json();
+    let results = json["results"].as_array().expect("results");
+    let ties: Vec<u64> = results
+        .iter()
+        .filter(|r| r["tie"] == true)
+        .map(|r| r["rank"].as_u64().expect("rank"))
+        .collect();
+    assert!(!ties.is_empty(), "this grid has equal scores");
+    for rank in &ties {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{rank}= "))),
+            "tied rank {rank} is marked:\n{text}"
+        );
+    }
+    assert!(text.contains("tied with a neighbour"));
+    let missed = results.last().expect("a result");
+    assert!(
+        text.contains(&format!(
+            "rank {}: {}",
+            missed["rank"],
+            missed["warnings"][0].as_str().expect("warning")
+        )),
+        "the missed row's warning is in the text:\n{text}"
+    );
+}
+
+#[test]
+fn breaker_chooses_which_breaker_is_swept_and_an_unknown_name_lists_the_known_ones() {
+    let path = bundled("ride-hailing-eta.toml");
+    let file = path.to_str().expect("path");
+    let out = tripline([
+        "sweep",
+        file,
+        "--breaker",
+        "conservative",
+        "--format",
+        "json",
+        "--grid",
+        "minimum_calls=5,10",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.json()["breaker"], "conservative");
+    let out = tripline([
+        "sweep",
+        file,
+        "--breaker",
+        "conservativ",
+        "--grid",
+        "minimum_calls=5,10",
+    ]);
+    assert_eq!(out.status, 2);
+    assert!(out.stdout.is_empty());
+    assert!(
+        out.stderr.contains("--breaker")
+            && out.stderr.contains("\"conservativ\"")
+            && out
+                .stderr
+                .contains("\"sensitive\", \"balanced\", \"conservative\""),
+        "{}",
+        out.stderr
+    );
 }

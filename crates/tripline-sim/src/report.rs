@@ -26,10 +26,12 @@
 //!     "faults": [ { "name", "start": secs, "expect_trip": bool, "trips",
 //!                   "detection_delay": secs|null, "recovered_at": secs|null,
 //!                   "probe_peak_per_second": u64|null,
+//!                   "sent_after_trip": u64|null,
 //!                   "rejected", "failed", "succeeded" } ],
 //!     "false_trips", "collateral_rejected",
 //!     "downstream": { "peak_per_second": u64, "mean_per_second": f64 },
-//!     "score": { "value", "detection", "missed", "false_trips", "collateral" } } ] }
+//!     "score": { "value", "detection", "missed", "false_trips", "collateral",
+//!                "load", "lockstep" } } ] }
 //! ```
 //!
 //! Times are seconds from the scenario start; states and reasons are the
@@ -128,6 +130,11 @@ pub struct FaultReport {
     /// replicas probing in lock-step. Null without a trip
     /// or for an `at` fault.
     pub probe_peak_per_second: Option<u64>,
+    /// Calls that still reached the dependency from the second after the
+    /// first trip to the fault's end (all replicas): load sent into an
+    /// outage the breakers already knew about. Null without a trip or for
+    /// an `at` fault.
+    pub sent_after_trip: Option<u64>,
     /// Calls attributed to it that were rejected.
     pub rejected: u64,
     /// … that were sent and failed.
@@ -240,17 +247,16 @@ impl Run {
                         .find(|t| t.at >= trip && is_recovery(t))
                         .map(|t| secs(t.at))
                 });
-                let probe_peak = match (&f.window, first_trip[slot]) {
+                let after_trip = match (&f.window, first_trip[slot]) {
                     (FaultWindow::Interval { end, .. }, Some(trip)) => {
                         let from = (trip / 1_000_000_000 + 1) as usize;
                         let to = (end.as_secs() as usize).min(trace.per_second.len());
-                        trace
-                            .per_second
-                            .get(from..to)
-                            .map(|s| s.iter().map(Counts::sent).max().unwrap_or(0))
+                        trace.per_second.get(from..to)
                     }
                     _ => None,
                 };
+                let probe_peak = after_trip.map(|s| s.iter().map(Counts::sent).max().unwrap_or(0));
+                let sent_after_trip = after_trip.map(|s| s.iter().map(Counts::sent).sum());
                 FaultReport {
                     name: f.name.clone(),
                     start: start.as_secs_f64(),
@@ -259,6 +265,7 @@ impl Run {
                     detection_delay: first_trip[slot].map(|t| secs(t - start_ns)),
                     recovered_at: recovered,
                     probe_peak_per_second: probe_peak,
+                    sent_after_trip,
                     rejected: c.rejected,
                     failed: c.failed,
                     succeeded: c.succeeded,

@@ -233,14 +233,58 @@ impl Sweep {
         grid: &Grid,
         progress: &(dyn Fn() + Sync),
     ) -> Result<Sweep, ScenarioError> {
-        let base = scenario.breakers.first().ok_or_else(|| ScenarioError {
-            file: scenario.file.clone(),
-            position: None,
-            table: None,
-            field: Some("breaker".into()),
-            message: "a sweep needs a [[breaker]] table".into(),
+        Self::run_breaker(scenario, None, grid, progress)
+    }
+
+    /// [`run`](Self::run) over the `[[breaker]]` named `breaker` (the
+    /// first one when `None`): a scenario that compares several breakers
+    /// can have any of them swept. An unknown name is an error listing the
+    /// names the scenario has.
+    pub fn run_breaker(
+        scenario: &Scenario,
+        breaker: Option<&str>,
+        grid: &Grid,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<Sweep, ScenarioError> {
+        let found = match breaker {
+            None => scenario.breakers.first().map(|b| (0, b)),
+            Some(name) => scenario
+                .breakers
+                .iter()
+                .enumerate()
+                .find(|(_, b)| b.config.name == name),
+        };
+        let (position, base) = found.ok_or_else(|| {
+            let names: Vec<String> = scenario
+                .breakers
+                .iter()
+                .map(|b| format!("{:?}", b.config.name))
+                .collect();
+            ScenarioError {
+                file: scenario.file.clone(),
+                position: None,
+                table: None,
+                field: Some(
+                    if breaker.is_some() {
+                        "--breaker"
+                    } else {
+                        "breaker"
+                    }
+                    .into(),
+                ),
+                message: match breaker {
+                    None => "a sweep needs a [[breaker]] table".into(),
+                    Some(name) if names.is_empty() => {
+                        format!("no [[breaker]] named {name:?}: the scenario has none")
+                    }
+                    Some(name) => format!(
+                        "no [[breaker]] named {name:?}; the scenario has {}",
+                        names.join(", ")
+                    ),
+                },
+            }
         })?;
-        let label = format!("[[breaker]] #1 {:?}", base.config.name);
+        let label = format!("[[breaker]] #{} {:?}", position + 1, base.config.name);
         if grid.len() > MAX_POINTS {
             // `Grid::parse` refuses these; a grid built by hand may not.
             return Err(ScenarioError {
@@ -300,7 +344,7 @@ impl Sweep {
                     scenario,
                     &plan,
                     &config.name,
-                    trace.map_err(|e| err_of(scenario, &e))?,
+                    trace.map_err(|e| err_of(scenario, &label, &e))?,
                 );
                 Ok(SweepResult {
                     rank: 0,
@@ -333,11 +377,11 @@ impl Sweep {
     }
 }
 
-fn err_of(scenario: &Scenario, e: &tripline::ConfigError) -> ScenarioError {
+fn err_of(scenario: &Scenario, label: &str, e: &tripline::ConfigError) -> ScenarioError {
     ScenarioError {
         file: scenario.file.clone(),
         position: None,
-        table: Some("[[breaker]] #1".into()),
+        table: Some(label.to_owned()),
         field: Some(e.field.clone()),
         message: e.constraint.clone(),
     }

@@ -164,3 +164,43 @@ fn low_traffic_never_reaches_minimum_calls_in_a_time_window() {
         "third failure, 80 ms late"
     );
 }
+
+/// Each bundled scenario's comment states a lesson; the score must rank the
+/// configs the way the lesson says, or the simulator teaches the opposite.
+#[test]
+fn every_bundled_scenarios_ranking_agrees_with_its_lesson() {
+    let rank = |report: &Report, name: &str| {
+        let mut runs: Vec<&Run> = report.runs.iter().collect();
+        runs.sort_by(|a, b| a.score.value.total_cmp(&b.score.value));
+        runs.iter()
+            .position(|r| r.breaker == name)
+            .expect("breaker present")
+    };
+    let lessons: [(&str, &[&str]); 4] = [
+        ("low-traffic.toml", &["consecutive failures", "rate-based"]),
+        (
+            "replica-resonance.toml",
+            &["jittered 10s", "backoff + jitter", "fixed 10s"],
+        ),
+        (
+            "ride-hailing-eta.toml",
+            &["balanced", "sensitive", "conservative"],
+        ),
+        ("slow-dependency.toml", &["slow-call aware", "errors only"]),
+    ];
+    for (file, order) in lessons {
+        let (_, report) = simulate(file);
+        let ranks: Vec<usize> = order.iter().map(|n| rank(&report, n)).collect();
+        assert!(
+            ranks.windows(2).all(|w| w[0] < w[1]),
+            "{file}: expected {order:?} in this order, got ranks {ranks:?}"
+        );
+    }
+    let resonance = simulate("replica-resonance.toml").1;
+    let fixed = run(&resonance, "fixed 10s");
+    let jittered = run(&resonance, "jittered 10s");
+    assert!(
+        fixed.score.lockstep > 3.0 * jittered.score.lockstep,
+        "lock-step probing is what sinks the fixed duration"
+    );
+}

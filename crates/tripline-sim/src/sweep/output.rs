@@ -7,12 +7,14 @@
 //!   "score": "<formula>",
 //!   "results": [ { "rank", "params": { key: value-as-written },
 //!                  "score", "detection", "missed", "false_trips",
-//!                  "collateral", "collateral_rejected", "trips",
-//!                  "rejected", "failed", "warnings": [str] } ] }
+//!                  "collateral", "collateral_rejected", "load",
+//!                  "lockstep", "tie": bool, "trips", "rejected", "failed",
+//!                  "warnings": [str] } ] }
 //! ```
 //!
 //! CSV: one header row `rank,score,detection,missed,false_trips,
-//! collateral_rejected,trips,rejected,failed,<grid keys…>`, then one row per
+//! collateral_rejected,trips,rejected,failed,load,lockstep,tie,<grid keys…>`,
+//! then one row per
 //! result by rank; fields holding commas or quotes are quoted (RFC 4180).
 
 use std::fmt::Write;
@@ -24,8 +26,15 @@ use crate::report::text::{fmt_secs, table};
 use crate::svg::{Anchor, Svg, tick_label, tick_step};
 
 /// The score formula, as printed in every output.
-pub const SCORE_FORMULA: &str =
-    "detection + 5s × false_trips + collateral_rejected ÷ (rate × replicas); lower is better";
+pub const SCORE_FORMULA: &str = "detection + 5s × false_trips + (collateral_rejected + sent_after_trip) ÷ (rate × replicas) + 10s × lock-step share; lower is better";
+
+/// Whether the result at `i` (rank order) has the score of a neighbour, to
+/// the millisecond: the ranking between them is file order, not merit.
+pub fn is_tie(s: &Sweep, i: usize) -> bool {
+    let same = |a: &SweepResult, b: &SweepResult| (a.score.value - b.score.value).abs() < 0.0005;
+    let r = &s.results[i];
+    (i > 0 && same(&s.results[i - 1], r)) || s.results.get(i + 1).is_some_and(|n| same(n, r))
+}
 
 /// Rows listed by the text output; CSV and JSON have all of them.
 pub const TEXT_ROWS: usize = 25;
@@ -52,23 +61,32 @@ pub fn text(s: &Sweep) -> String {
         "missed",
         "false trips",
         "collateral",
+        "load",
+        "lockstep",
         "trips",
         "rejected",
         "failed",
     ];
     headers.extend(s.keys.iter().map(String::as_str));
-    let rows: Vec<Vec<String>> = s
-        .results
+    let shown = s.results.len().min(TEXT_ROWS);
+    let rows: Vec<Vec<String>> = s.results[..shown]
         .iter()
-        .take(TEXT_ROWS)
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
+            let rank = if is_tie(s, i) {
+                format!("{}=", r.rank)
+            } else {
+                r.rank.to_string()
+            };
             let mut row = vec![
-                r.rank.to_string(),
+                rank,
                 format!("{:.1}", r.score.value),
                 fmt_secs(r.score.detection),
                 r.score.missed.to_string(),
                 r.score.false_trips.to_string(),
                 r.collateral_rejected.to_string(),
+                fmt_secs(r.score.load),
+                fmt_secs(r.score.lockstep),
                 r.trips.to_string(),
                 r.rejected.to_string(),
                 r.failed.to_string(),
@@ -82,10 +100,27 @@ pub fn text(s: &Sweep) -> String {
     if more > 0 {
         writeln!(out, "… and {more} more (all are in --format csv or json)").ok();
     }
+    if (0..shown).any(|i| is_tie(s, i)) {
+        out.push_str("rank `n=`: tied with a neighbour to the millisecond; the order between them is grid order\n");
+    }
+    // A row that missed an outage or never tripped usually explains itself
+    // in its config's warnings (a window that can never hold minimum_calls).
+    let warned: Vec<&SweepResult> = s.results[..shown]
+        .iter()
+        .filter(|r| !r.warnings.is_empty())
+        .collect();
+    if !warned.is_empty() {
+        out.push_str("\nwarnings:\n");
+        for r in warned {
+            for w in &r.warnings {
+                writeln!(out, "  rank {}: {w}", r.rank).ok();
+            }
+        }
+    }
     out
 }
 
-fn result_json(r: &SweepResult) -> Value {
+fn result_json(r: &SweepResult, tie: bool) -> Value {
     let params: Map<String, Value> = r
         .params
         .iter()
@@ -100,6 +135,9 @@ fn result_json(r: &SweepResult) -> Value {
         "false_trips": r.score.false_trips,
         "collateral": r.score.collateral,
         "collateral_rejected": r.collateral_rejected,
+        "load": r.score.load,
+        "lockstep": r.score.lockstep,
+        "tie": tie,
         "trips": r.trips,
         "rejected": r.rejected,
         "failed": r.failed,
@@ -115,7 +153,12 @@ pub fn json(s: &Sweep) -> String {
         "breaker": s.breaker,
         "grid": s.keys,
         "score": SCORE_FORMULA,
-        "results": s.results.iter().map(result_json).collect::<Vec<_>>(),
+        "results": s
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| result_json(r, is_tie(s, i)))
+            .collect::<Vec<_>>(),
     });
     let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
     out.push('\n');
@@ -133,17 +176,17 @@ fn csv_field(s: &str) -> String {
 /// The sweep as CSV, one row per result by rank.
 pub fn csv(s: &Sweep) -> String {
     let mut out = String::from(
-        "rank,score,detection,missed,false_trips,collateral_rejected,trips,rejected,failed",
+        "rank,score,detection,missed,false_trips,collateral_rejected,trips,rejected,failed,load,lockstep,tie",
     );
     for k in &s.keys {
         out.push(',');
         out.push_str(&csv_field(k));
     }
     out.push('\n');
-    for r in &s.results {
+    for (i, r) in s.results.iter().enumerate() {
         write!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             r.rank,
             f3(r.score.value),
             f3(r.score.detection),
@@ -152,7 +195,10 @@ pub fn csv(s: &Sweep) -> String {
             r.collateral_rejected,
             r.trips,
             r.rejected,
-            r.failed
+            r.failed,
+            f3(r.score.load),
+            f3(r.score.lockstep),
+            is_tie(s, i)
         )
         .ok();
         for (_, v) in &r.params {
