@@ -146,7 +146,7 @@ fn print_event(e: &Event) {
             w.slow_call_rate() * 100.0,
         );
         if let Some(d) = t.open_duration {
-            line.push_str(&format!("; open for {}", humantime::format_duration(d)));
+            line.push_str(&format!("; open for {}", tripline::clock::HumanDuration(d)));
         }
         println!("{line}");
     }

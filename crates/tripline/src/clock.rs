@@ -21,6 +21,12 @@
 //! (`clippy.toml` forbids `Instant::now`, `SystemTime::now` and
 //! `thread::sleep` everywhere else).
 
+mod human;
+#[cfg(feature = "serde")]
+pub(crate) mod rfc3339;
+
+pub use human::HumanDuration;
+
 use std::fmt;
 use std::ops::{Add, Sub};
 use std::sync::OnceLock;

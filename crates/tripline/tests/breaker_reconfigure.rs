@@ -487,3 +487,62 @@ fn an_attached_prober_holds_business_probes_but_never_forever() {
 }
 
 use std::future::Future;
+
+/// Snapshots are read by people and tools: the deadline is RFC 3339 text,
+/// and a snapshot written in serde's older `{secs_since_epoch, …}` form by
+/// an earlier version still restores.
+#[test]
+fn snapshot_deadlines_are_rfc3339_and_the_older_form_still_restores() {
+    let clock = ManualClock::new();
+    let b = build(base(), &clock);
+    record(&b, Outcome::Failure, 4, Duration::ZERO);
+    let snap = b.snapshot();
+    let json: serde_json::Value = serde_json::to_value(&snap).unwrap();
+    let text = json["open_until"].as_str().expect("a string");
+    assert!(
+        text.len() >= 20 && text.as_bytes()[4] == b'-' && text.contains('T') && text.ends_with('Z'),
+        "{text}"
+    );
+    let until = snap.open_until.unwrap();
+    let since_epoch = until.duration_since(std::time::UNIX_EPOCH).unwrap();
+    let mut legacy = json.clone();
+    legacy["open_until"] = serde_json::json!({
+        "secs_since_epoch": since_epoch.as_secs(),
+        "nanos_since_epoch": since_epoch.subsec_nanos(),
+    });
+    let back: Snapshot = serde_json::from_value(legacy).unwrap();
+    assert_eq!(back.open_until, Some(until));
+    let mut junk = json;
+    junk["open_until"] = serde_json::json!("yesterday");
+    let err = serde_json::from_value::<Snapshot>(junk).unwrap_err();
+    assert!(err.to_string().contains("RFC 3339"), "{err}");
+}
+
+/// An event reads as one line with its numbers, and carries the wall-clock
+/// time besides the breaker clock's.
+#[test]
+fn events_display_as_one_explained_line_and_carry_wall_time() {
+    let clock = ManualClock::new();
+    let mut config = base();
+    config.name = "payments".into();
+    let b = build(config, &clock);
+    let seen = events(&b);
+    let before = std::time::SystemTime::UNIX_EPOCH + secs(1_700_000_000);
+    record(&b, Outcome::Success, 1, Duration::ZERO);
+    record(&b, Outcome::Failure, 3, Duration::ZERO);
+    let seen = seen.lock().unwrap();
+    let trip = seen
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Transition(_)))
+        .expect("a trip");
+    assert_eq!(
+        trip.to_string(),
+        "payments: closed → open (failure rate 75% ≥ 50% over 4 calls; open for 5.0s)"
+    );
+    assert!(trip.wall > before, "wall-clock time of the event");
+    let json = serde_json::to_value(trip).unwrap();
+    assert!(
+        json["wall"].as_str().is_some_and(|w| w.ends_with('Z')),
+        "{json}"
+    );
+}

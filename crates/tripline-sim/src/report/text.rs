@@ -99,7 +99,7 @@ fn describe_fault(scenario: &Scenario, i: usize) -> Vec<String> {
         FaultKind::Latency => "latency".to_owned(),
     };
     if let Some(l) = f.latency {
-        write!(what, " {}", humantime::format_duration(l)).ok();
+        write!(what, " {}", tripline::clock::HumanDuration(l)).ok();
     }
     if f.rate < 1.0 {
         write!(what, " at {}%", f.rate * 100.0).ok();

@@ -12,9 +12,11 @@
 //! the queue delivers it, outside any lock. A subscriber may therefore call
 //! back into the breaker (force it open, say) without deadlocking.
 
+mod display;
+
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::State;
 use super::window::WindowSnapshot;
@@ -168,14 +170,22 @@ pub enum EventKind {
     },
 }
 
-/// An event from one breaker.
+/// An event from one breaker. Its `Display` is one line a person can read:
+/// `payments: closed → open (failure rate 62% ≥ 50% over 20 calls; open for 5.0s)`.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Event {
     /// The breaker's name.
     pub breaker: Arc<str>,
-    /// When, on the breaker's clock.
+    /// When, on the breaker's clock: what durations between events are
+    /// measured on (monotonic; a [`ManualClock`](crate::ManualClock)'s
+    /// virtual time in tests and simulations).
     pub at: Timestamp,
+    /// When, on the wall clock (RFC 3339 in serde): what a person
+    /// correlates with logs and dashboards. Read when the event is built,
+    /// so only for events someone listens to.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub wall: SystemTime,
     /// What.
     pub kind: EventKind,
 }

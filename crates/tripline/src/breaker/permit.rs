@@ -71,7 +71,7 @@ impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "call rejected: circuit breaker is {}", self.state)?;
         if let Some(d) = self.retry_after() {
-            write!(f, " (retry after {:?})", d)?;
+            write!(f, " (retry after {})", crate::clock::HumanDuration(d))?;
         }
         Ok(())
     }

@@ -54,7 +54,7 @@ impl PolicyConfigError {
 /// use tripline::State;
 ///
 /// let e = CircuitOpen { state: State::Open, retry_after: Some(Duration::from_secs(3)) };
-/// assert_eq!(e.to_string(), "circuit breaker is open (retry after 3s)");
+/// assert_eq!(e.to_string(), "circuit breaker is open (retry after 3.0s)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CircuitOpen {
@@ -77,7 +77,7 @@ impl fmt::Display for CircuitOpen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "circuit breaker is {}", self.state)?;
         if let Some(d) = self.retry_after {
-            write!(f, " (retry after {})", humantime::format_duration(d))?;
+            write!(f, " (retry after {})", crate::clock::HumanDuration(d))?;
         }
         Ok(())
     }

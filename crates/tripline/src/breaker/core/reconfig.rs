@@ -32,7 +32,11 @@ pub struct Snapshot {
     /// The live window.
     pub window: WindowSnapshot,
     /// When an open state ends, on the wall clock (so it survives the
-    /// process and its monotonic clock).
+    /// process and its monotonic clock); RFC 3339 text in serde.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::rfc3339::option", default)
+    )]
     pub open_until: Option<SystemTime>,
     /// Consecutive failed probe rounds (the backoff step).
     pub backoff_round: u64,

@@ -326,6 +326,7 @@ impl Inner {
         Event {
             breaker: self.name.clone(),
             at,
+            wall: crate::clock::system_time_after(Duration::ZERO),
             kind,
         }
     }
