@@ -1,5 +1,5 @@
-//! `tripline check FILE`: validates a breaker config (TOML, the library's
-//! vocabulary) before it is deployed, printing its warnings — the same
+//! `tripline check FILE`: validates a breaker config (TOML, YAML or JSON by
+//! extension, the library's vocabulary) before it is deployed, printing its warnings — the same
 //! checks a breaker runs at construction and on live reconfiguration. A
 //! proxy config (one with listeners, routes or clusters) is validated as
 //! the proxy would at start, with the warnings of every breaker in it.
@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use tripline::CircuitBreakerConfig;
+use tripline::breaker::ConfigFormat;
 use tripline_proxy::config::ProxyConfig;
 
 use crate::CliError;
@@ -15,19 +16,30 @@ use crate::CliError;
 /// Options of `tripline check`.
 #[derive(Args, Debug)]
 pub(crate) struct CheckArgs {
-    /// The breaker config to validate.
+    /// The breaker config (`.toml`, `.yaml`/`.yml`, `.json`) or proxy
+    /// config (`.toml`) to validate.
     file: PathBuf,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     let path = args.file.display();
-    let text =
-        std::fs::read_to_string(&args.file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
-    if ProxyConfig::looks_like_proxy_config(&text) {
-        return check_proxy(&args.file, &text);
-    }
-    let config: CircuitBreakerConfig =
-        toml::from_str(&text).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let format = ConfigFormat::from_path(&args.file).unwrap_or(ConfigFormat::Toml);
+    let config = if format == ConfigFormat::Toml {
+        let text = std::fs::read_to_string(&args.file)
+            .map_err(|e| CliError::input(format!("{path}: {e}")))?;
+        if ProxyConfig::looks_like_proxy_config(&text) {
+            return check_proxy(&args.file, &text);
+        }
+        if crate::kind::looks_like_scenario(&text) {
+            return Err(CliError::input(format!(
+                "{path}: this looks like a fault scenario (it has [traffic], [[fault]] or [[breaker]] tables), not a breaker config; run it with `tripline simulate {path}`"
+            )));
+        }
+        CircuitBreakerConfig::from_str_with_format(&text, format)
+            .map_err(|e| CliError::input(format!("{path}:{}", located(&e))))?
+    } else {
+        CircuitBreakerConfig::from_path(&args.file).map_err(|e| CliError::input(e.to_string()))?
+    };
     let warnings = config
         .validate()
         .map_err(|e| CliError::input(format!("{path}: {e}")))?;
@@ -41,6 +53,24 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         if warnings.len() == 1 { "" } else { "s" }
     );
     Ok(())
+}
+
+/// `12:5: message` (or ` message` without a position), to follow a path.
+fn located(e: &tripline::breaker::ConfigFileError) -> String {
+    let mut out = String::new();
+    if let Some(line) = e.line {
+        out.push_str(&line.to_string());
+        if let Some(column) = e.column {
+            out.push_str(&format!(":{column}"));
+        }
+        out.push(':');
+    }
+    out.push(' ');
+    if let Some(field) = &e.field {
+        out.push_str(&format!("`{field}` "));
+    }
+    out.push_str(&e.message);
+    out
 }
 
 fn check_proxy(file: &std::path::Path, text: &str) -> Result<(), CliError> {

@@ -22,12 +22,12 @@ use crate::CliError;
 /// Options of `tripline demo`.
 #[derive(Args, Debug)]
 pub(crate) struct DemoArgs {
-    /// A breaker config (TOML, the library's vocabulary) instead of the
-    /// built-in one.
+    /// A breaker config (TOML, YAML or JSON by extension, the library's
+    /// vocabulary) instead of the built-in one.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
-    /// Simulated seconds to run.
-    #[arg(long, default_value_t = 80)]
+    /// Simulated time to run: seconds (`80`) or a duration (`80s`, `2m`).
+    #[arg(long, default_value = "80", value_parser = parse_seconds, alias = "duration")]
     seconds: u64,
 }
 
@@ -73,9 +73,21 @@ fn load_config(args: &DemoArgs) -> Result<CircuitBreakerConfig, CliError> {
     let Some(path) = &args.config else {
         return Ok(default_config());
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+    CircuitBreakerConfig::from_path(path).map_err(|e| CliError::input(e.to_string()))
+}
+
+/// Simulated time to run: `80` (seconds), or a duration like every other
+/// flag takes (`80s`, `2m`, `1m30s`).
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(n);
+    }
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is neither seconds (80) nor a duration (80s, 2m): {e}"))?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!("{text:?}: the demo runs whole seconds"));
+    }
+    Ok(d.as_secs())
 }
 
 pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {

@@ -5,6 +5,7 @@
 
 mod check;
 mod demo;
+mod kind;
 mod proxy;
 mod simulate;
 mod sweep;

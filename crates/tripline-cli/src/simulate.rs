@@ -5,7 +5,8 @@
 //! its errors to exit statuses. Output is built completely before anything
 //! is printed, so a failure leaves stdout empty.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use tripline_sim::report::text;
@@ -25,7 +26,8 @@ pub(crate) enum Format {
 /// Options of `tripline simulate`.
 #[derive(Args, Debug)]
 pub(crate) struct SimulateArgs {
-    /// The scenario file (TOML): traffic, faults and breaker tables.
+    /// The scenario file (TOML): traffic, faults and breaker tables; `-`
+    /// reads it from stdin.
     file: PathBuf,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -41,7 +43,7 @@ pub(crate) struct SimulateArgs {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
-    let scenario = Scenario::load(&args.file).map_err(|e| CliError::input(e.to_string()))?;
+    let scenario = load(&args.file)?;
     let report = Report::simulate(&scenario).map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {
         Format::Text => text::render_with(
@@ -60,4 +62,39 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
     }
     print!("{out}");
     Ok(())
+}
+
+/// The scenario at `path` (`-`: stdin). A file of another kind — a breaker
+/// or proxy config — is named as such, with the command that reads it.
+fn load(path: &Path) -> Result<Scenario, CliError> {
+    let (name, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::input(format!("<stdin>: cannot read the scenario: {e}")))?;
+        ("<stdin>".to_owned(), text)
+    } else {
+        let text = std::fs::read(path).map_err(|e| {
+            CliError::input(format!("{}: cannot read the file: {e}", path.display()))
+        })?;
+        let text = String::from_utf8(text).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+            CliError::input(format!(
+                "{}: invalid UTF-8 at byte offset {at} (line {line}); a scenario is UTF-8 text",
+                path.display()
+            ))
+        })?;
+        (path.display().to_string(), text)
+    };
+    Scenario::from_toml(&name, &text).map_err(|e| {
+        let hint = if tripline_proxy::config::ProxyConfig::looks_like_proxy_config(&text) {
+            format!("\n{name} looks like a proxy config; run it with `tripline proxy --config {name}` or check it with `tripline check {name}`")
+        } else if crate::kind::looks_like_breaker_config(&text) {
+            format!("\n{name} looks like a breaker config, not a scenario; validate it with `tripline check {name}`, or paste it into a scenario's [[breaker]] table to simulate it")
+        } else {
+            String::new()
+        };
+        CliError::input(format!("{e}{hint}"))
+    })
 }

@@ -72,3 +72,111 @@ fn demo_prints_each_transition_with_its_reason_and_window() {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
 }
+
+#[test]
+fn check_reads_yaml_and_json_by_extension_with_line_numbers() {
+    let dir = Dir::new();
+    let yaml = dir.write(
+        "ok.yaml",
+        "name: payments\nwindow: { kind: count, size: 10 }\nminimum_calls: 5\nopen_duration: 5s\n",
+    );
+    let out = tripline(["check", yaml.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(out.text().contains("valid breaker config `payments`"));
+    let json = dir.write("ok.json", r#"{ "name": "payments", "minimum_calls": 5 }"#);
+    let out = tripline(["check", json.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let bad = dir.write(
+        "bad.json",
+        "{ \"name\": \"p\",\n  \"minimum_calls\": \"x\" }",
+    );
+    let out = tripline(["check", bad.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("bad.json:2:"), "{}", out.stderr);
+    let bad = dir.write("bad.yml", "name: p\nfailure_rate_threshold: 2.0\n");
+    let out = tripline(["check", bad.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("bad.yml") && out.stderr.contains("`failure_rate_threshold`"),
+        "{}",
+        out.stderr
+    );
+    let bad = dir.write("bad.toml", "name = \"p\"\nminimum_calls = \"ten\"\n");
+    let out = tripline(["check", bad.to_str().expect("path")]);
+    assert!(out.stderr.contains("bad.toml:2:"), "{}", out.stderr);
+}
+
+#[test]
+fn a_file_of_the_other_kind_is_named_with_the_command_that_reads_it() {
+    let dir = Dir::new();
+    let breaker = dir.write(
+        "payments.toml",
+        "name = \"payments\"\nminimum_calls = 10\nfailure_rate_threshold = 0.5\n",
+    );
+    let out = tripline(["simulate", breaker.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("looks like a breaker config") && out.stderr.contains("tripline check"),
+        "{}",
+        out.stderr
+    );
+    let scenario = support::bundled("low-traffic.toml");
+    let out = tripline(["check", scenario.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("looks like a fault scenario")
+            && out.stderr.contains("tripline simulate"),
+        "{}",
+        out.stderr
+    );
+    let latin1 = dir.path("latin1.toml");
+    std::fs::write(&latin1, b"name = \"caf\xe9\"\n").expect("write");
+    let out = tripline(["simulate", latin1.to_str().expect("path")]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr
+            .contains("invalid UTF-8 at byte offset 11 (line 1)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn demo_takes_its_run_time_in_seconds_or_as_a_duration() {
+    for arg in ["5", "5s"] {
+        let out = tripline(["demo", "--seconds", arg]);
+        assert_eq!(out.status, 0, "{arg}: {}", out.stderr);
+        assert!(out.text().contains("50 calls"), "{arg}: {}", out.text());
+    }
+    let out = tripline(["demo", "--seconds", "5x"]);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("neither seconds"), "{}", out.stderr);
+}
+
+#[test]
+fn simulate_reads_the_scenario_from_stdin_given_a_dash() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let src = std::fs::read(support::bundled("low-traffic.toml")).expect("bundled");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tripline"))
+        .args(["simulate", "-", "--format", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tripline");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&src)
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(2));
+}

@@ -47,6 +47,8 @@ pub use config::{
     CircuitBreakerConfig, ConfigError, ConfigWarning, Cooldown, HalfOpenPolicy, SlowCallBaseline,
     WarmUp, WarmUpMode, WindowConfig,
 };
+#[cfg(feature = "config-files")]
+pub use config::{ConfigFileError, ConfigFormat};
 pub use event::{Event, EventKind, Reason, Subscription, Thresholds, Transition};
 pub use health::{HealthProbe, HealthProber};
 pub use metrics::{CallCounts, Metrics};

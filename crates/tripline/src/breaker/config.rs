@@ -11,9 +11,13 @@ use std::fmt;
 use std::time::Duration;
 
 mod adaptive;
+#[cfg(feature = "config-files")]
+mod file;
 
 pub use super::backoff::OpenDuration;
 pub use adaptive::{Cooldown, SlowCallBaseline, WarmUp, WarmUpMode};
+#[cfg(feature = "config-files")]
+pub use file::{ConfigFileError, ConfigFormat};
 
 /// Everything that shapes one breaker's decisions.
 ///
