@@ -86,12 +86,15 @@ impl KeyedBreaker {
             .headers
             .get(&self.header)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let breaker = self.registry.get(&key).map_err(|e| match e {
-            // Only with `overflow = "reject"`: no breaker for a new key.
-            RegistryError::Full { .. } | RegistryError::InvalidConfig { .. } => {
-                Rejection::new(Reason::CircuitOpen, Some(route))
-                    .breaker(&format!("{}:overflow", self.registry.family()))
-            }
+        let breaker = self.registry.get(&key).map_err(|e| {
+            let name = match e {
+                // Only with `overflow = "reject"`: no breaker for a new key.
+                RegistryError::Full { .. } => format!("{}:overflow", self.registry.family()),
+                // The template was validated; refuse rather than pass
+                // unprotected if a key's breaker still cannot be built.
+                RegistryError::InvalidConfig { breaker, .. } => breaker,
+            };
+            Rejection::new(Reason::CircuitOpen, Some(route)).breaker(&name)
         })?;
         breaker.try_acquire_owned().map_err(|r| {
             Rejection::new(Reason::from_rejected(&r), Some(route))

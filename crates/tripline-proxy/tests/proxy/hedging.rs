@@ -43,6 +43,7 @@ async fn a_slow_first_try_is_beaten_by_the_hedge_and_not_charged() {
         .metrics()
         .calls;
     assert_eq!(slow_calls.failed, 0, "the losing try is not a failure");
+    assert_eq!(slow_calls.cancelled, 1, "it is settled as cancelled");
     assert_eq!(slow_calls.successful, 0);
     assert_eq!(
         cluster.endpoint(&slow.to_string()).unwrap().outstanding(),
@@ -108,5 +109,25 @@ async fn a_post_is_hedged_only_on_a_retryable_route() {
     let answer = tokio::time::timeout(BOUND, request).await.unwrap().unwrap();
     assert_eq!(answer.body, "done");
     assert_eq!(fast.hits(), 0);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_body_too_large_to_replay_is_not_hedged() {
+    let release = Arc::new(Notify::new());
+    let (slow, mut arrivals) = held_upstream(release.clone()).await;
+    let fast = Upstream::start(|_| respond(200, "fast")).await;
+    let route = format!("{HEDGED}\nretry = {{ retryable = true, max_buffered_body = 16 }}");
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&config(&[slow, fast.addr], &route, "")).await;
+    let large = bytes::Bytes::from(vec![b'x'; 100]);
+    let request = tokio::spawn(async move { send_body(addr, "POST", "/", &[], large).await });
+    tokio::time::timeout(BOUND, arrivals.recv()).await.unwrap();
+    // Six hedge delays pass: a hedge, if any, would have gone.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    release.notify_waiters();
+    let answer = tokio::time::timeout(BOUND, request).await.unwrap().unwrap();
+    assert_eq!(answer.body, "done");
+    assert_eq!(fast.hits(), 0, "a body sent once cannot be sent twice");
     running.shutdown().await;
 }

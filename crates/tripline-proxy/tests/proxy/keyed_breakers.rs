@@ -82,3 +82,37 @@ async fn tenant_a_failures_open_only_tenant_a_breaker() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_idle_tenant_breaker_is_evicted_on_the_proxy_clock() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = r#"
+breaker = { minimum_calls = 10 }
+breaker_key = { header = "x-tenant", idle_ttl = "60s" }
+"#;
+    let (proxy, running, addr, clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    assert_eq!(
+        send(addr, "GET", "/", &[("x-tenant", "a")]).await.status,
+        200
+    );
+    let breakers = proxy.route_breakers("api").unwrap();
+    assert!(breakers.peek(&Some("a".into())).is_some());
+    // Tenant b keeps calling every 31 s; the eviction pass runs from the
+    // request path at most every half TTL, and a goes quiet.
+    for _ in 0..5 {
+        clock.advance(std::time::Duration::from_secs(31));
+        assert_eq!(
+            send(addr, "GET", "/", &[("x-tenant", "b")]).await.status,
+            200
+        );
+    }
+    assert!(
+        breakers.peek(&Some("a".into())).is_none(),
+        "a idle for 155 s: evicted"
+    );
+    assert!(
+        breakers.peek(&Some("b".into())).is_some(),
+        "b is busy: kept"
+    );
+    running.shutdown().await;
+}
