@@ -38,8 +38,10 @@
 
 mod cluster;
 mod error;
+mod protect;
 mod route;
 mod validate;
+mod validate_protect;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -49,7 +51,13 @@ use serde::{Deserialize, Serialize};
 
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
+pub(crate) use protect::FALLBACK_CAUSES;
+pub use protect::{
+    BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,
+    RateLimitSection, UPSTREAM_FAILURE,
+};
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
+pub(crate) use validate_protect::breaker_family;
 
 /// A whole proxy config file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +108,9 @@ pub struct ProxySection {
     pub pool_idle_timeout: Duration,
     /// Idle keep-alive connections kept per endpoint.
     pub pool_max_idle_per_endpoint: usize,
+    /// Add `x-envoy-overloaded: true` to the proxy's own overload
+    /// refusals, for clients and meshes written against Envoy.
+    pub envoy_compat: bool,
 }
 
 impl Default for ProxySection {
@@ -112,6 +123,7 @@ impl Default for ProxySection {
             connect_timeout: Duration::from_secs(1),
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_endpoint: 64,
+            envoy_compat: false,
         }
     }
 }

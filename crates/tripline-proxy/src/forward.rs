@@ -1,9 +1,12 @@
 //! One request through the proxy, in the order that does not amplify a
-//! failure: bulkhead, deadline, route breaker, then the retry loop over
-//! the cluster's endpoints, each try bounded by the per-try timeout and
-//! the deadline, each retry paid from the route's budget.
+//! failure: rate limit, bulkhead, deadline, route breaker, then the retry
+//! loop over the cluster's endpoints, each try (hedged, when the route
+//! says so) bounded by the per-try timeout and the deadline, each retry
+//! and hedge paid from the route's budget; last, the route's fallback may
+//! replace a refusal or failure.
 
 mod attempt;
+mod hedge;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -16,9 +19,9 @@ use tripline::timeout::{Deadline, TokioClock};
 use tripline::{Outcome, OwnedPermit};
 
 use crate::body::{ProxyBody, RequestBody, read_for_replay};
-use crate::headers::{append_forwarded_for, strip_hop_by_hop};
+use crate::headers::{append_forwarded, append_forwarded_for, strip_hop_by_hop};
 use crate::proxy::Inner;
-use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection};
+use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
 use crate::route::Route;
 use attempt::Tried;
 
@@ -34,15 +37,19 @@ pub(crate) async fn handle(
         proxy.metrics.observe(None, &response);
         return response;
     };
-    let response = match proxy.routes.get(index) {
+    let mut response = match proxy.routes.get(index) {
         Some(route) => forward(proxy, route, parts, body, peer).await,
         None => Rejection::new(Reason::NoRoute, None).response(),
     };
+    if proxy.config.proxy.envoy_compat {
+        mark_overloaded(&mut response);
+    }
     proxy.metrics.observe(Some(index), &response);
     response
 }
 
-/// Sends one request along `route`.
+/// Sends one request along `route`, then lets the route's fallback
+/// replace a refusal or failure.
 async fn forward(
     proxy: &Inner,
     route: &Route,
@@ -50,7 +57,39 @@ async fn forward(
     body: Incoming,
     peer: SocketAddr,
 ) -> Response<ProxyBody> {
+    let clock = TokioClock;
+    let incoming = match route.timeout.honour_incoming {
+        true => Deadline::from_headers(&parts.headers, &clock),
+        false => None,
+    };
+    let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
+    let deadline = Deadline::earliest(incoming, own);
+    strip_hop_by_hop(&mut parts.headers);
+    append_forwarded_for(&mut parts.headers, peer.ip());
+    append_forwarded(&mut parts.headers, peer.ip(), "http");
+    let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
+    let response = protected(proxy, route, &parts, &mut body, deadline, peer).await;
+    crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await
+}
+
+/// The route's answer itself: rate limit, bulkhead, deadline, breaker,
+/// then the retry loop.
+async fn protected(
+    proxy: &Inner,
+    route: &Route,
+    parts: &http::request::Parts,
+    body: &mut RequestBody,
+    deadline: Option<Deadline>,
+    peer: SocketAddr,
+) -> Response<ProxyBody> {
     let reject = |reason| Rejection::new(reason, Some(&route.name));
+    if let Some(limit) = &route.guard.rate_limit
+        && let Err(wait) = limit.check(parts, peer.ip())
+    {
+        return reject(Reason::RateLimited)
+            .retry_after(Some(wait))
+            .response();
+    }
     let bulkhead = match &route.bulkhead {
         Some(b) => match b.try_acquire_owned() {
             Ok(p) => Some(p),
@@ -60,48 +99,37 @@ async fn forward(
     };
     let clock = TokioClock;
     let start = tokio::time::Instant::now();
-    let incoming = match route.timeout.honour_incoming {
-        true => Deadline::from_headers(&parts.headers, &clock),
-        false => None,
-    };
-    let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
-    let deadline = Deadline::earliest(incoming, own);
     if deadline.is_some_and(|d| d.is_expired(&clock)) {
         return reject(Reason::DeadlineExceeded).response();
     }
-    let route_permit = match &route.breaker {
-        Some(b) => match b.try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(r) => {
-                return reject(Reason::from_rejected(&r))
-                    .breaker(b.name())
-                    .retry_after(r.retry_after())
-                    .response();
-            }
-        },
-        None => None,
+    let route_permit = match route.acquire_breaker(parts) {
+        Ok(p) => p,
+        Err(rejection) => return rejection.response(),
     };
     route.budget.deposit();
-    strip_hop_by_hop(&mut parts.headers);
-    append_forwarded_for(&mut parts.headers, peer.ip());
-    let mut body = if route.may_retry(&parts.method) {
+    let keep_body = route.may_retry(&parts.method)
+        || route.may_hedge(&parts.method)
+        || route
+            .guard
+            .fallback
+            .as_ref()
+            .is_some_and(|f| f.keeps_body());
+    if keep_body && let Some(once) = body.for_try() {
         // Keeping the body waits for the client: within the deadline, so a
         // client that sends its body slowly cannot hold the route's permits.
-        let read = read_for_replay(body, route.retry.max_buffered_body);
+        let read = read_for_replay(once, route.retry.max_buffered_body);
         let read = match deadline {
             Some(d) => tokio::time::timeout(d.remaining(&clock), read).await,
             None => Ok(read.await),
         };
-        match read {
+        *body = match read {
             Ok(Ok(b)) => b,
             Err(_) => return reject(Reason::DeadlineExceeded).response(),
             // The client's own body could not be read (malformed chunks,
             // or the client went away): nothing was sent upstream.
             Ok(Err(_)) => return reject(Reason::ProtocolError).response(),
-        }
-    } else {
-        RequestBody::Once(Some(body.map_err(Into::into).boxed()))
-    };
+        };
+    }
     let finish = Finish {
         route_permit,
         bulkhead,
@@ -113,7 +141,7 @@ async fn forward(
     let mut previous = None;
     loop {
         let tried =
-            attempt::try_once(proxy, route, &parts, &mut body, deadline, &mut endpoints).await;
+            hedge::try_maybe_hedged(proxy, route, parts, body, deadline, &mut endpoints).await;
         let outcome = tried.outcome();
         let again = outcome.is_some_and(|o| o.is_failure())
             && number < route.retry.attempts
@@ -172,6 +200,19 @@ impl Finish {
         };
         tried.into_response(route, Box::new(settle_route))
     }
+}
+
+/// One try of `parts` on `route`'s cluster, as the client's answer (for
+/// a fallback's secondary cluster: no retries, no route breaker).
+pub(crate) async fn answer_from(
+    proxy: &Inner,
+    route: &Route,
+    parts: &http::request::Parts,
+    body: &mut RequestBody,
+    deadline: Option<Deadline>,
+) -> Response<ProxyBody> {
+    let tried = attempt::try_once(proxy, route, parts, body, deadline, &mut Vec::new()).await;
+    tried.into_response(route, Box::new(|_| {}))
 }
 
 fn elapsed(start: tokio::time::Instant) -> Duration {

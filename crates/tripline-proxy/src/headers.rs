@@ -4,7 +4,10 @@
 //! that forwarded `connection: close` or `keep-alive` would make the
 //! upstream manage the client's connection (RFC 9110 §7.6.1). They are
 //! removed in place, including any header the `connection` header itself
-//! names. The client's address is appended to `x-forwarded-for`.
+//! names. The client's address is appended to `x-forwarded-for` and, in
+//! the standard form, to `forwarded` (RFC 7239): `for=192.0.2.1;proto=http`,
+//! an IPv6 address quoted and bracketed (`for="[2001:db8::1]"`), as the
+//! RFC's grammar requires (a colon is not a token character).
 
 use std::net::IpAddr;
 
@@ -51,6 +54,24 @@ pub fn append_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {
     }
 }
 
+/// Appends one element for this hop to `forwarded` (RFC 7239 §4),
+/// keeping the elements earlier proxies added: the client's address and
+/// the protocol it spoke to the proxy (`http` or `https`).
+pub fn append_forwarded(headers: &mut HeaderMap, client: IpAddr, proto: &str) {
+    let node = match client {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("\"[{ip}]\""),
+    };
+    let element = format!("for={node};proto={proto}");
+    let value = match headers.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
+        Some(chain) if !chain.trim().is_empty() => format!("{chain}, {element}"),
+        _ => element,
+    };
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        headers.insert(header::FORWARDED, v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +102,22 @@ mod tests {
         assert_eq!(h["x-forwarded-for"], "10.0.0.1");
         append_forwarded_for(&mut h, "::1".parse().unwrap());
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, ::1");
+    }
+
+    #[test]
+    fn forwarded_quotes_and_brackets_ipv6_and_keeps_the_chain() {
+        let mut h = HeaderMap::new();
+        append_forwarded(&mut h, "192.0.2.60".parse().unwrap(), "http");
+        assert_eq!(h["forwarded"], "for=192.0.2.60;proto=http");
+        append_forwarded(&mut h, "2001:db8:cafe::17".parse().unwrap(), "https");
+        assert_eq!(
+            h["forwarded"],
+            "for=192.0.2.60;proto=http, for=\"[2001:db8:cafe::17]\";proto=https"
+        );
+        assert_eq!(
+            h.get_all("forwarded").iter().count(),
+            1,
+            "one header, one list"
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! takes it, and the route's cluster of endpoints serves it:
 //!
 //! ```text
-//! client ─▶ listener ─▶ route: bulkhead ─▶ route breaker ─▶ deadline ─▶ retry loop (budget)
-//!                                                                         └─▶ cluster: endpoint breaker + outlier ─▶ upstream
+//! client ─▶ listener ─▶ route: rate limit ─▶ bulkhead ─▶ deadline ─▶ route breaker (or the key's) ─▶ retry loop (budget)
+//!                                                                                                   └─▶ hedged tries ─▶ cluster: endpoint breaker + outlier ─▶ upstream
+//!        ◀── fallback (fixed answer or secondary cluster) instead of a refusal or failure, marked x-tripline-degraded
 //! ```
 //!
 //! Every protection is the library's own type, configured in the library's
@@ -46,19 +47,30 @@
 //! streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
 //! breakers with outlier ejection, budgeted retries and deadlines,
-//! Prometheus metrics on an admin listener. Not
-//! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
-//! reload on SIGHUP, DNS re-resolution.
+//! Prometheus metrics on an admin listener; rate limits (`governor`, per
+//! route, client IP or header, bounded keyed state), route breakers per
+//! header value from a bounded [`BreakerRegistry`](tripline::registry::BreakerRegistry)
+//! family ([`keyed_breaker`]), hedging paid from the retry budget,
+//! [fallback] answers (fixed, or a secondary cluster) marked degraded,
+//! gRPC status classification from trailers, `forwarded` (RFC 7239)
+//! beside `x-forwarded-for`, and an Envoy compatibility switch
+//! (`x-envoy-overloaded`). Not yet: TLS (and so HTTP/2 over TLS), fault
+//! injection, access log, reload on SIGHUP, DNS re-resolution.
 
 #![forbid(unsafe_code)]
 
 mod admin;
 pub mod body;
 pub mod config;
+pub mod fallback;
 mod forward;
+mod grpc;
+mod guard;
 mod headers;
+pub mod keyed_breaker;
 pub mod metrics;
 mod proxy;
+mod ratelimit;
 pub mod rejection;
 mod route;
 mod server;

@@ -16,7 +16,12 @@
 //! | metric | labels | meaning |
 //! |---|---|---|
 //! | `tripline_proxy_requests_total` | `route`, `code_class` (`2xx` … `5xx`) | answers sent, by route and status class |
-//! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
+//! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `RL`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
+//! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
+//!
+//! A route's keyed breakers (`breaker_key`) are exported as their
+//! registry's aggregate — breakers by state, creations, evictions,
+//! overflows — never one series per key: the key is whatever clients send.
 //!
 //! `route` is empty for requests no route matched (`NR`) and for smuggling
 //! attempts refused before routing (`DPE`). Every series exists from the
@@ -31,7 +36,8 @@ use prometheus_client::registry::Registry;
 use tripline_prometheus::http::MetricsHandler;
 use tripline_prometheus::{Detail, Exporter};
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, FALLBACK_CAUSES};
+use crate::fallback::DEGRADED_HEADER;
 use crate::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
 use crate::route::Route;
 
@@ -52,6 +58,7 @@ pub(crate) struct ProxyMetrics {
 struct RouteCounters {
     classes: [Counter; 4],
     flags: Vec<(&'static str, Counter)>,
+    fallbacks: Vec<(&'static str, Counter)>,
 }
 
 impl ProxyMetrics {
@@ -68,6 +75,13 @@ impl ProxyMetrics {
                 .map_err(|e| ConfigError::invalid(format!("clusters.{name}"), e.to_string()))?;
         }
         for (i, route) in routes.iter().enumerate() {
+            if let Some(keyed) = &route.guard.keyed_breaker {
+                exporter
+                    .register_registry(&keyed.registry, Detail::Aggregate)
+                    .map_err(|e| {
+                        ConfigError::invalid(format!("routes[{i}].breaker.name"), e.to_string())
+                    })?;
+            }
             if let Some(b) = &route.breaker {
                 exporter.register_breaker(b, Detail::Full).map_err(|e| {
                     ConfigError::invalid(format!("routes[{i}].breaker.name"), e.to_string())
@@ -79,6 +93,7 @@ impl ProxyMetrics {
         }
         let requests = Family::<Labels, Counter>::default();
         let refusals = Family::<Labels, Counter>::default();
+        let fallbacks = Family::<Labels, Counter>::default();
         let names = routes.iter().map(|r| &*r.name).chain(std::iter::once(""));
         let per_route = names
             .map(|route| RouteCounters {
@@ -97,6 +112,13 @@ impl ProxyMetrics {
                         (r.flag(), refusals.get_or_create(&labels).clone())
                     })
                     .collect(),
+                fallbacks: FALLBACK_CAUSES
+                    .iter()
+                    .map(|c| {
+                        let labels = vec![("route", route.to_string()), ("reason", (*c).into())];
+                        (*c, fallbacks.get_or_create(&labels).clone())
+                    })
+                    .collect(),
             })
             .collect();
         let mut registry = Registry::default();
@@ -111,6 +133,11 @@ impl ProxyMetrics {
             format!("{prefix}_proxy_refusals"),
             "Answers carrying a refusal or upstream-failure flag, by route and flag",
             refusals,
+        );
+        registry.register(
+            format!("{prefix}_proxy_fallbacks"),
+            "Fallback answers sent instead of a refusal or failure, by route and cause replaced",
+            fallbacks,
         );
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
@@ -145,6 +172,11 @@ impl ProxyMetrics {
         }
         if headers.contains_key(RETRY_REFUSED_HEADER) {
             counters.count_flag(Reason::BudgetExhausted.flag());
+        }
+        if let Some(cause) = headers.get(DEGRADED_HEADER).and_then(|v| v.to_str().ok())
+            && let Some((_, c)) = counters.fallbacks.iter().find(|(f, _)| *f == cause)
+        {
+            c.inc();
         }
     }
 }

@@ -14,6 +14,7 @@ use tripline::cluster::Cluster;
 
 use crate::body::ProxyBody;
 use crate::config::{ConfigError, ProxyConfig};
+use crate::fallback::RouteFallback;
 use crate::metrics::ProxyMetrics;
 use crate::route::Route;
 
@@ -79,7 +80,10 @@ impl ProxyBuilder {
                 .get(&section.cluster)
                 .map(|c| c.protocol)
                 .unwrap_or_default();
-            routes.push(Route::build(&at, section, cluster, protocol, &self.clock)?);
+            let mut route = Route::build(&at, section, cluster, protocol, &self.clock)?;
+            route.guard.fallback =
+                RouteFallback::build(&at, section, &config, &clusters, &self.clock)?;
+            routes.push(route);
         }
         let metrics = ProxyMetrics::build(&routes, &clusters)?;
         let p = &config.proxy;
@@ -135,6 +139,16 @@ impl Proxy {
     /// The breaker of the route named `name`, if it has one.
     pub fn route_breaker(&self, name: &str) -> Option<&CircuitBreaker> {
         self.route(name)?.breaker.as_ref()
+    }
+
+    /// The keyed breakers of the route named `name`, if it has a
+    /// `breaker_key`: one breaker per header value (`None`: requests
+    /// without the header).
+    pub fn route_breakers(
+        &self,
+        name: &str,
+    ) -> Option<&tripline::registry::BreakerRegistry<crate::keyed_breaker::BreakerKey>> {
+        Some(&self.route(name)?.guard.keyed_breaker.as_ref()?.registry)
     }
 
     /// The retry budget of the route named `name`.

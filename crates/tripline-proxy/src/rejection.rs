@@ -16,25 +16,36 @@
 //! flag but no `x-tripline-rejected`, with the status a client expects from
 //! a gateway (502, 503 or 504) and a JSON body `{"failed": ...}`.
 //!
-//! | flag | meaning | status | Envoy analogue |
-//! |---|---|---|---|
-//! | CO | route or endpoint breaker open | 503 | `UO` (upstream overflow, circuit breaking) |
-//! | HF | breaker half-open, probe slots taken | 503 | `UO` |
-//! | NH | no endpoint routable (all ejected or open) | 503 | `UH` (no healthy upstream) |
-//! | BF | bulkhead full | 503 | `UO` (max requests) |
-//! | BE | a retry was refused by the retry budget | last answer | `upstream_rq_retry_overflow` counter |
-//! | RL | rate limited (reserved: no rate limits yet) | 429 | `RL` |
-//! | DX | deadline already spent | 503 | `DT` (downstream duration timeout) |
-//! | UF | upstream connect failure | 503 | `UF` |
-//! | UT | upstream per-try timeout | 504 | `UT` |
-//! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` |
-//! | NR | no route matched | 404 | `NR` |
-//! | DPE | request smuggling attempt (`Content-Length` with `Transfer-Encoding`) | 400 | `DPE` (downstream protocol error) |
+//! | flag | meaning | status | Envoy analogue | `x-envoy-overloaded` |
+//! |---|---|---|---|---|
+//! | CO | route, keyed route or endpoint breaker open | 503 | `UO` (upstream overflow, circuit breaking) | yes |
+//! | HF | breaker half-open, probe slots taken | 503 | `UO` | yes |
+//! | NH | no endpoint routable (all ejected or open) | 503 | `UH` (no healthy upstream) | yes |
+//! | BF | bulkhead full | 503 | `UO` (max requests) | yes |
+//! | BE | a retry was refused by the retry budget | last answer | `upstream_rq_retry_overflow` counter | yes |
+//! | RL | rate limited (`rate_limit`) | 429 | `RL` (rate limited, local or global) | yes |
+//! | DX | deadline already spent | 503 | `DT` (downstream duration timeout) | no |
+//! | UF | upstream connect failure | 503 | `UF` | no |
+//! | UT | upstream per-try timeout | 504 | `UT` | no |
+//! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` | no |
+//! | NR | no route matched | 404 | `NR` | no |
+//! | DPE | request smuggling attempt (`Content-Length` with `Transfer-Encoding`) | 400 | `DPE` (downstream protocol error) | no |
+//!
+//! The last column: with `[proxy] envoy_compat = true`, answers for these
+//! causes also carry `x-envoy-overloaded: true`, as Envoy's own overload
+//! answers do (see [`ENVOY_OVERLOADED_HEADER`]).
+//!
+//! A route with a `fallback` answers some of these causes with a degraded
+//! answer instead, carrying `x-tripline-degraded: <cause>` (see
+//! [`DEGRADED_HEADER`](crate::fallback::DEGRADED_HEADER)).
 
+mod envoy;
 mod response;
 
 use std::fmt;
 
+pub use envoy::ENVOY_OVERLOADED_HEADER;
+pub(crate) use envoy::mark_overloaded;
 pub use response::{
     BREAKER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, ROUTE_HEADER, Rejection,
 };
@@ -50,8 +61,8 @@ pub enum Reason {
     BulkheadFull,
     /// A retry was due but the retry budget refused it.
     BudgetExhausted,
-    /// The request exceeded a rate limit (reserved: the proxy has no rate
-    /// limits yet; the name and flag are fixed now so dashboards need not change).
+    /// The request exceeded the route's rate limit (answered 429 with the
+    /// wait until a token is free in `Retry-After`).
     RateLimited,
     /// The request's deadline was spent before it could be sent.
     DeadlineExceeded,

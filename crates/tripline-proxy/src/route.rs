@@ -12,6 +12,7 @@ use tripline::clock::SharedClock;
 use tripline::cluster::{Cluster, EndpointOutcome};
 
 use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection, UpstreamProtocol};
+use crate::guard::Guard;
 
 /// One route, built from its config section.
 pub(crate) struct Route {
@@ -27,6 +28,8 @@ pub(crate) struct Route {
     pub(crate) timeout: TimeoutSection,
     /// Indexed by status code: whether it is a failure.
     failure: Box<[bool; 600]>,
+    /// Rate limit, keyed breakers, hedging, fallback, gRPC classification.
+    pub(crate) guard: Guard,
 }
 
 /// A route's match, parsed once.
@@ -50,7 +53,8 @@ impl Route {
             ConfigError::invalid(format!("{at}.{field}"), e.to_string())
         };
         let breaker = match &section.breaker {
-            Some(config) => {
+            // With `breaker_key` the breaker is the template of a keyed family.
+            Some(config) if section.breaker_key.is_none() => {
                 let mut config = config.clone();
                 if let Some(name) = section.breaker_name() {
                     config.name = name.to_string();
@@ -61,7 +65,7 @@ impl Route {
                     .build();
                 Some(b.map_err(|e| invalid("breaker", &e))?)
             }
-            None => None,
+            _ => None,
         };
         let bulkhead = match &section.bulkhead {
             Some(c) => Some(Bulkhead::try_new(c.clone()).map_err(|e| invalid("bulkhead", &e))?),
@@ -107,6 +111,7 @@ impl Route {
             retry: section.retry.clone(),
             timeout: section.timeout.clone(),
             failure,
+            guard: Guard::build(at, section, clock)?,
         })
     }
 
@@ -167,6 +172,12 @@ impl Route {
     /// Whether a request with `method` may be sent more than once.
     pub(crate) fn may_retry(&self, method: &Method) -> bool {
         self.retry.attempts > 1 && (self.retry.retryable || is_idempotent(method))
+    }
+
+    /// Whether a request with `method` may be hedged (sent to a second
+    /// endpoint while the first try is pending).
+    pub(crate) fn may_hedge(&self, method: &Method) -> bool {
+        self.guard.hedge.is_some() && (self.retry.retryable || is_idempotent(method))
     }
 }
 

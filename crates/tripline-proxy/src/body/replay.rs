@@ -29,6 +29,11 @@ impl RequestBody {
         }
     }
 
+    /// Whether the body can still be sent (kept, or not sent yet).
+    pub fn can_send(&self) -> bool {
+        !matches!(self, RequestBody::Once(None))
+    }
+
     /// Whether the body can be sent again.
     pub fn is_replayable(&self) -> bool {
         matches!(self, RequestBody::Replayable(_))

@@ -67,7 +67,9 @@ where
                 Poll::Ready(Some(Err(e.into())))
             }
             Poll::Ready(Some(Ok(frame))) => {
-                if self.inner.is_end_stream() {
+                // Trailers are always the last frame: the body has ended
+                // well (and a gRPC status in them has been noted).
+                if frame.is_trailers() || self.inner.is_end_stream() {
                     self.end(true);
                 }
                 Poll::Ready(Some(Ok(frame)))

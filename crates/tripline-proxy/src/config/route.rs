@@ -9,6 +9,10 @@ use tripline::CircuitBreakerConfig;
 use tripline::budget::RetryBudgetConfig;
 use tripline::bulkhead::BulkheadConfig;
 
+use super::protect::{
+    BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitSection,
+};
+
 /// One route.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -34,6 +38,17 @@ pub struct RouteSection {
     /// Upstream statuses that count as failures (for breakers, outlier
     /// detection and retries); every other status is a success.
     pub failure_statuses: FailureStatuses,
+    /// A rate limit in front of everything else; `None`: unlimited.
+    pub rate_limit: Option<RateLimitSection>,
+    /// One route breaker per value of a header (the route's `breaker` is
+    /// the template); `None`: one breaker for the route.
+    pub breaker_key: Option<BreakerKeySection>,
+    /// Hedged tries; only where retries would be allowed.
+    pub hedge: Option<HedgeSection>,
+    /// A fixed answer or a secondary cluster instead of a refusal or failure.
+    pub fallback: Option<FallbackSection>,
+    /// gRPC statuses (`grpc-status`) that count as failures.
+    pub grpc_failure_codes: GrpcFailureCodes,
 }
 
 /// What a request must carry for a route to take it. Every field given

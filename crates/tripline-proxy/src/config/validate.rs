@@ -220,7 +220,7 @@ impl ProxyConfig {
                 "lists a 2xx status while retries are on: every success would be retried",
             ));
         }
-        Ok(())
+        self.validate_protections(at, route)
     }
 }
 

@@ -13,6 +13,7 @@ use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{ProxyBody, RequestBody, Tracked};
 use crate::config::UpstreamProtocol;
+use crate::grpc;
 use crate::headers::strip_hop_by_hop;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
@@ -84,13 +85,16 @@ impl Tried {
             } => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
+                // A gRPC answer's outcome may come in its trailers.
+                let (body, trailers) = grpc::watch(&parts.headers, body);
+                let grpc = route.guard.grpc;
                 let body = Tracked::new(
                     body,
                     Box::new(move |ok| {
-                        let outcome = if ok {
-                            outcome
-                        } else {
-                            EndpointOutcome::LocalOriginFailure
+                        let outcome = match (ok, trailers.code()) {
+                            (false, _) => EndpointOutcome::LocalOriginFailure,
+                            (true, Some(code)) if !outcome.is_failure() => grpc.outcome(code),
+                            (true, _) => outcome,
                         };
                         lease.record(outcome);
                         settle_route(outcome);
@@ -122,10 +126,28 @@ pub(super) async fn try_once(
     deadline: Option<Deadline>,
     tried: &mut Vec<EndpointId>,
 ) -> Tried {
-    let clock = TokioClock;
-    let remaining = deadline.map(|d| d.remaining(&clock));
-    if remaining.is_some_and(|r| r.is_zero()) {
-        return Tried::Refused(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)));
+    match prepare(route, body, deadline, tried) {
+        Ok(ready) => send(proxy, route, parts, ready, deadline).await,
+        Err(refused) => Tried::Refused(refused),
+    }
+}
+
+/// A try ready to be sent: its endpoint and its copy of the body.
+pub(super) struct Ready {
+    lease: Lease,
+    body: ProxyBody,
+}
+
+/// Picks the try's endpoint and body (synchronously, so that concurrent
+/// hedged tries each take their own), or says why nothing can be sent.
+pub(super) fn prepare(
+    route: &Route,
+    body: &mut RequestBody,
+    deadline: Option<Deadline>,
+    tried: &mut Vec<EndpointId>,
+) -> Result<Ready, Rejection> {
+    if deadline.is_some_and(|d| d.remaining(&TokioClock).is_zero()) {
+        return Err(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)));
     }
     // A retry goes to another endpoint when there is one; with a single
     // routable endpoint, to the same one again (a blip may have passed).
@@ -140,12 +162,27 @@ pub(super) async fn try_once(
         }
         Err(_) => {
             let rejection = Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name));
-            return Tried::Refused(rejection.retry_after(earliest_reopening(route)));
+            return Err(rejection.retry_after(earliest_reopening(route)));
         }
     };
     let Some(body) = body.for_try() else {
-        return Tried::Refused(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
+        return Err(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
     };
+    Ok(Ready { lease, body })
+}
+
+/// Sends a prepared try. Dropping the future (a hedge that lost) drops
+/// the lease unrecorded: the library releases it neutrally, so a
+/// cancelled try is never charged to its endpoint.
+pub(super) async fn send(
+    proxy: &Inner,
+    route: &Route,
+    parts: &Parts,
+    ready: Ready,
+    deadline: Option<Deadline>,
+) -> Tried {
+    let Ready { lease, body } = ready;
+    let remaining = deadline.map(|d| d.remaining(&TokioClock));
     let Ok(request) = upstream_request(parts, lease.endpoint().address(), body, deadline) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
@@ -165,7 +202,10 @@ pub(super) async fn try_once(
     match result {
         Ok(Ok(response)) => {
             let status = response.status().as_u16();
-            let outcome = route.classify(status);
+            let outcome = route
+                .guard
+                .grpc
+                .classify_headers(response.headers(), route.classify(status));
             if matches!(status, 429 | 503) {
                 honour_retry_after(&lease, &response);
             }

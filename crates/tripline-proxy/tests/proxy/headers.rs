@@ -86,3 +86,16 @@ async fn no_matching_route_is_a_404_that_says_so() {
     assert_eq!(upstream.hits(), 1);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_upstream_sees_a_forwarded_element_beside_x_forwarded_for() {
+    let upstream = Upstream::start(echo("forwarded")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    assert_eq!(get(addr, "/").await.body, "for=127.0.0.1;proto=http");
+    let chained = send(addr, "GET", "/", &[("forwarded", "for=\"[2001:db8::1]\"")]).await;
+    assert_eq!(
+        chained.body, "for=\"[2001:db8::1]\", for=127.0.0.1;proto=http",
+        "earlier proxies' elements are kept"
+    );
+    running.shutdown().await;
+}

@@ -1,0 +1,145 @@
+//! Route breakers per key: one breaker per value of a request header
+//! (a tenant, a shard), so one tenant's failures open only its breaker.
+//!
+//! The breakers come from a [`BreakerRegistry`] family whose template is
+//! the route's `breaker`: the library bounds their number
+//! (`max_breakers`, then its overflow policy), names each
+//! `<breaker>:<key>` so a refusal says which key's breaker refused, and
+//! drops breakers that sit closed and idle for `idle_ttl`. The proxy runs
+//! that eviction pass from the request path, at most once per half TTL, on
+//! the registry's clock (no background task to own).
+//!
+//! Metrics stay bounded: the registry is exported at
+//! [`Detail::Aggregate`](tripline_prometheus::Detail::Aggregate) — its
+//! counts by state, creations, evictions and overflows — never one series
+//! per key, whatever the header's cardinality.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http::HeaderName;
+use http::request::Parts;
+use tripline::clock::SharedClock;
+use tripline::registry::{BreakerRegistry, RegistryError};
+use tripline::{Clock, OwnedPermit};
+
+use crate::config::{BreakerKeySection, ConfigError, RouteSection};
+use crate::rejection::{Reason, Rejection};
+use crate::route::Route;
+
+/// A registry key: the header's value, `None` for requests without it.
+pub type BreakerKey = Option<String>;
+
+/// A route's keyed breakers.
+pub(crate) struct KeyedBreaker {
+    header: HeaderName,
+    pub(crate) registry: BreakerRegistry<BreakerKey>,
+    clock: SharedClock,
+    /// Nanoseconds on `clock` of the last eviction pass.
+    last_eviction: AtomicU64,
+    eviction_every: u64,
+}
+
+impl KeyedBreaker {
+    /// The family `section` describes with `family` (the route's breaker
+    /// name) and the route's breaker as template; `None` without a
+    /// `breaker_key`.
+    pub(crate) fn build(
+        at: &str,
+        section: &RouteSection,
+        clock: &SharedClock,
+    ) -> Result<Option<KeyedBreaker>, ConfigError> {
+        let (Some(key), Some(template), Some(family)) = (
+            &section.breaker_key,
+            &section.breaker,
+            section.breaker_name(),
+        ) else {
+            return Ok(None);
+        };
+        let mut template = template.clone();
+        template.name = family.to_string();
+        let config = crate::config::breaker_family(&template, key);
+        let named = family.to_string();
+        let registry =
+            BreakerRegistry::builder_with_names(config.clone(), move |k: &BreakerKey| {
+                format!("{named}:{}", k.as_deref().unwrap_or("(none)"))
+            })
+            .clock(clock.clone())
+            .build()
+            .map_err(|e| {
+                ConfigError::invalid(format!("{at}.breaker_key.{}", e.field), e.constraint)
+            })?;
+        Ok(Some(KeyedBreaker {
+            header: header_name(at, key)?,
+            registry,
+            clock: clock.clone(),
+            last_eviction: AtomicU64::new(clock.now().as_nanos()),
+            eviction_every: config.idle_ttl.map_or(u64::MAX, |t| {
+                u64::try_from((t / 2).as_nanos()).unwrap_or(u64::MAX)
+            }),
+        }))
+    }
+
+    /// A permit from the request's key's breaker, or the refusal naming it.
+    fn acquire(&self, route: &str, parts: &Parts) -> Result<OwnedPermit, Rejection> {
+        self.evict_when_due();
+        let key = parts
+            .headers
+            .get(&self.header)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let breaker = self.registry.get(&key).map_err(|e| {
+            let name = match e {
+                // Only with `overflow = "reject"`: no breaker for a new key.
+                RegistryError::Full { .. } => format!("{}:overflow", self.registry.family()),
+                // The template was validated; refuse rather than pass
+                // unprotected if a key's breaker still cannot be built.
+                RegistryError::InvalidConfig { breaker, .. } => breaker,
+            };
+            Rejection::new(Reason::CircuitOpen, Some(route)).breaker(&name)
+        })?;
+        breaker.try_acquire_owned().map_err(|r| {
+            Rejection::new(Reason::from_rejected(&r), Some(route))
+                .breaker(breaker.name())
+                .retry_after(r.retry_after())
+        })
+    }
+
+    fn evict_when_due(&self) {
+        let now = self.clock.now().as_nanos();
+        let last = self.last_eviction.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= self.eviction_every
+            && self
+                .last_eviction
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.registry.evict_idle();
+        }
+    }
+}
+
+fn header_name(at: &str, key: &BreakerKeySection) -> Result<HeaderName, ConfigError> {
+    HeaderName::from_bytes(key.header.as_bytes()).map_err(|_| {
+        ConfigError::invalid(
+            format!("{at}.breaker_key.header"),
+            format!("{:?} is not a header name", key.header),
+        )
+    })
+}
+
+impl Route {
+    /// The route breaker's permit for this request — the route's one
+    /// breaker, or its key's — or the refusal saying which breaker refused.
+    pub(crate) fn acquire_breaker(&self, parts: &Parts) -> Result<Option<OwnedPermit>, Rejection> {
+        if let Some(keyed) = &self.guard.keyed_breaker {
+            return keyed.acquire(&self.name, parts).map(Some);
+        }
+        match &self.breaker {
+            Some(b) => b.try_acquire_owned().map(Some).map_err(|r| {
+                Rejection::new(Reason::from_rejected(&r), Some(&self.name))
+                    .breaker(b.name())
+                    .retry_after(r.retry_after())
+            }),
+            None => Ok(None),
+        }
+    }
+}
