@@ -221,7 +221,7 @@ endpoints = ["127.0.0.1:9000"]
     assert_eq!(out.status, 2);
     assert!(
         out.stderr
-            .contains("bad.toml: `routes[0].cluster` names no cluster"),
+            .contains("bad.toml:6: routes[0].cluster: names no cluster"),
         "{}",
         out.stderr
     );

@@ -52,17 +52,22 @@
 
 #![forbid(unsafe_code)]
 
+mod access_log;
 mod admin;
 pub mod body;
 pub mod config;
+pub mod fault;
 mod forward;
 mod headers;
 pub mod metrics;
 mod proxy;
 pub mod rejection;
+mod reload;
 mod route;
 mod server;
 mod smuggling;
+mod table;
 
 pub use proxy::{Proxy, ProxyBuilder};
+pub use reload::ReloadReport;
 pub use server::{Drained, Running};

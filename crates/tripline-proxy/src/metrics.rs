@@ -40,26 +40,32 @@ type Labels = Vec<(&'static str, String)>;
 /// The status classes counted; 1xx is never a final answer here.
 const CLASSES: [&str; 4] = ["2xx", "3xx", "4xx", "5xx"];
 
-/// The exporter and the proxy's own counters, built once per proxy.
+/// The exporter and the proxy's own counters, built once per proxy (a
+/// reload registers and unregisters sources in the same exporter, and
+/// takes its route counters from the same families).
 pub(crate) struct ProxyMetrics {
     exporter: Exporter,
     handler: MetricsHandler,
-    /// One per route, in route order, then one for unrouted requests.
-    per_route: Vec<RouteCounters>,
+    requests: Family<Labels, Counter>,
+    refusals: Family<Labels, Counter>,
+    /// For requests no route took.
+    unrouted: RouteCounters,
 }
 
 /// Counters of one route, created up front so the request path only adds.
-struct RouteCounters {
+pub(crate) struct RouteCounters {
     classes: [Counter; 4],
     flags: Vec<(&'static str, Counter)>,
 }
 
 impl ProxyMetrics {
     /// Registers every route breaker, route budget and cluster into a new
-    /// exporter, and the proxy's counters beside it.
+    /// exporter, and the proxy's counters beside it; `extras` registers
+    /// more families (faults, access log) under the exporter's prefix.
     pub(crate) fn build(
         routes: &[Route],
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
+        extras: impl FnOnce(&mut Registry, &str),
     ) -> Result<ProxyMetrics, ConfigError> {
         let exporter = Exporter::default();
         for (name, cluster) in clusters {
@@ -79,44 +85,52 @@ impl ProxyMetrics {
         }
         let requests = Family::<Labels, Counter>::default();
         let refusals = Family::<Labels, Counter>::default();
-        let names = routes.iter().map(|r| &*r.name).chain(std::iter::once(""));
-        let per_route = names
-            .map(|route| RouteCounters {
-                classes: CLASSES.map(|class| {
-                    requests
-                        .get_or_create(&vec![
-                            ("route", route.to_string()),
-                            ("code_class", class.to_string()),
-                        ])
-                        .clone()
-                }),
-                flags: Reason::ALL
-                    .iter()
-                    .map(|r| {
-                        let labels = vec![("route", route.to_string()), ("flag", r.flag().into())];
-                        (r.flag(), refusals.get_or_create(&labels).clone())
-                    })
-                    .collect(),
-            })
-            .collect();
+        let unrouted = RouteCounters::new(&requests, &refusals, "");
         let mut registry = Registry::default();
         registry.register_collector(Box::new(exporter.clone()));
         let prefix = exporter.prefix();
         registry.register(
             format!("{prefix}_proxy_requests"),
             "Answers the proxy sent, by route and status class",
-            requests,
+            requests.clone(),
         );
         registry.register(
             format!("{prefix}_proxy_refusals"),
             "Answers carrying a refusal or upstream-failure flag, by route and flag",
-            refusals,
+            refusals.clone(),
         );
+        extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
             exporter,
-            per_route,
+            requests,
+            refusals,
+            unrouted,
         })
+    }
+
+    /// The counters of `routes`, in route order (existing series carry on).
+    pub(crate) fn route_counters(&self, routes: &[Route]) -> Vec<RouteCounters> {
+        routes
+            .iter()
+            .map(|r| RouteCounters::new(&self.requests, &self.refusals, &r.name))
+            .collect()
+    }
+
+    /// Drops the series of a route a reload removed.
+    pub(crate) fn forget_route(&self, route: &str) {
+        for class in CLASSES {
+            self.requests.remove(&vec![
+                ("route", route.to_string()),
+                ("code_class", class.to_string()),
+            ]);
+        }
+        for r in Reason::ALL {
+            self.refusals.remove(&vec![
+                ("route", route.to_string()),
+                ("flag", r.flag().into()),
+            ]);
+        }
     }
 
     /// The exporter every breaker, cluster and budget is registered in.
@@ -129,12 +143,9 @@ impl ProxyMetrics {
         &self.handler
     }
 
-    /// Counts one answer of route number `route` (`None`: unrouted).
-    pub(crate) fn observe<B>(&self, route: Option<usize>, response: &Response<B>) {
-        let index = route.unwrap_or(self.per_route.len().saturating_sub(1));
-        let Some(counters) = self.per_route.get(index) else {
-            return;
-        };
+    /// Counts one answer of the route whose counters are `route` (`None`: unrouted).
+    pub(crate) fn observe<B>(&self, route: Option<&RouteCounters>, response: &Response<B>) {
+        let counters = route.unwrap_or(&self.unrouted);
         let class = usize::from(response.status().as_u16() / 100).wrapping_sub(2);
         if let Some(c) = counters.classes.get(class) {
             c.inc();
@@ -150,6 +161,30 @@ impl ProxyMetrics {
 }
 
 impl RouteCounters {
+    fn new(
+        requests: &Family<Labels, Counter>,
+        refusals: &Family<Labels, Counter>,
+        route: &str,
+    ) -> RouteCounters {
+        RouteCounters {
+            classes: CLASSES.map(|class| {
+                requests
+                    .get_or_create(&vec![
+                        ("route", route.to_string()),
+                        ("code_class", class.to_string()),
+                    ])
+                    .clone()
+            }),
+            flags: Reason::ALL
+                .iter()
+                .map(|r| {
+                    let labels = vec![("route", route.to_string()), ("flag", r.flag().into())];
+                    (r.flag(), refusals.get_or_create(&labels).clone())
+                })
+                .collect(),
+        }
+    }
+
     fn count_flag(&self, flag: &str) {
         if let Some((_, c)) = self.flags.iter().find(|(f, _)| *f == flag) {
             c.inc();

@@ -34,6 +34,8 @@ pub struct RouteSection {
     /// Upstream statuses that count as failures (for breakers, outlier
     /// detection and retries); every other status is a success.
     pub failure_statuses: FailureStatuses,
+    /// Faults injected into the route's tries, for drills; absent: none.
+    pub fault: Option<super::FaultSection>,
 }
 
 /// What a request must carry for a route to take it. Every field given

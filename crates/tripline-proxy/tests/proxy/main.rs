@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod breaking;
+mod config_errors;
 mod drain;
 mod h2c;
 mod headers;

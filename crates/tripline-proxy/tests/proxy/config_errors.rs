@@ -1,0 +1,70 @@
+//! Config errors name the file, the line and the field to fix.
+
+use tripline_proxy::config::ProxyConfig;
+
+const HEAD: &str = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n\n";
+
+#[test]
+fn a_validation_error_names_the_line_of_its_key() {
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\n\n[[routes]]\nname = \"b\"\ncluster = \"backend\"\n[routes.timeout]\noverall = \"1s\"\nper_try = \"5s\"\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[1].timeout.per_try");
+    assert_eq!((e.line, e.column), (Some(16), Some(1)));
+    assert!(
+        e.to_string()
+            .starts_with("line 16: routes[1].timeout.per_try: must not exceed"),
+        "{e}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.toml");
+    std::fs::write(&path, &text).unwrap();
+    let e = ProxyConfig::load(&path).unwrap_err();
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "{}:16: routes[1].timeout.per_try: ",
+            path.display()
+        )),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_key_inside_an_inline_table_or_array_is_placed_exactly() {
+    let text = format!(
+        "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\", \"nowhere\"]\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "clusters.backend.endpoints[1]");
+    assert_eq!((e.line, e.column), (Some(5), Some(32)));
+
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nretry = {{ attempts = 0 }}\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].retry.attempts");
+    assert_eq!((e.line, e.column), (Some(10), Some(11)));
+}
+
+#[test]
+fn a_parse_error_names_its_line() {
+    let text = format!("{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nretries = 3\n");
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.line, Some(10), "{e}");
+    assert!(e.message.contains("unknown field `retries`"), "{e}");
+    assert!(e.to_string().starts_with("line 10: unknown field"), "{e}");
+
+    let e = ProxyConfig::from_toml("[[listeners]]\naddress = \n").unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+}
+
+#[test]
+fn a_default_that_was_never_written_is_placed_at_its_table() {
+    // No listener at all: nothing to point at, so no line rather than a wrong one.
+    let e = ProxyConfig::from_toml("[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n")
+        .unwrap_err();
+    assert_eq!((e.field.as_str(), e.line), ("listeners", None));
+}
