@@ -7,6 +7,7 @@ mod bad_input;
 mod breaking;
 mod config_errors;
 mod drain;
+mod faults;
 mod h2c;
 mod headers;
 mod metrics;
