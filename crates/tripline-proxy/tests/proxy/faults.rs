@@ -11,9 +11,8 @@ const TRIPPING_BREAKER: &str = r#"breaker = { window = { kind = "count", size = 
 #[tokio::test]
 async fn a_configured_abort_trips_the_route_breaker_without_touching_the_upstream() {
     let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let route = format!(
-        "{TRIPPING_BREAKER}\nfault = {{ abort = {{ status = 503, percent = 100.0 }} }}"
-    );
+    let route =
+        format!("{TRIPPING_BREAKER}\nfault = {{ abort = {{ status = 503, percent = 100.0 }} }}");
     let text = format!("{}{ADMIN_SECTION}", config(&[upstream.addr], &route, ""));
     let (proxy, running, addr, _clock) = start_proxy(&text).await;
     for _ in 0..4 {
@@ -22,12 +21,23 @@ async fn a_configured_abort_trips_the_route_breaker_without_touching_the_upstrea
         assert_eq!(answer.header("x-tripline-fault"), Some("abort"));
     }
     let refused = get(addr, "/").await;
-    assert_eq!(refused.header("x-tripline-flag"), Some("CO"), "the breaker saw the aborts");
-    assert_eq!(proxy.route_breaker("api").unwrap().state(), tripline::State::Open);
+    assert_eq!(
+        refused.header("x-tripline-flag"),
+        Some("CO"),
+        "the breaker saw the aborts"
+    );
+    assert_eq!(
+        proxy.route_breaker("api").unwrap().state(),
+        tripline::State::Open
+    );
     assert_eq!(upstream.hits(), 0, "an abort never reaches the endpoint");
     let admin = running.admin_addr().unwrap();
     assert_eq!(
-        metric(admin, r#"tripline_proxy_faults_injected_total{route="api",kind="abort"}"#).await,
+        metric(
+            admin,
+            r#"tripline_proxy_faults_injected_total{route="api",kind="abort"}"#
+        )
+        .await,
         Some(4.0)
     );
     running.shutdown().await;
@@ -52,7 +62,10 @@ async fn a_runtime_fault_applies_until_its_ttl_ends_and_bad_requests_name_the_fi
         .as_u64()
         .unwrap();
     let aborted = get(addr, "/").await;
-    assert_eq!((aborted.status, aborted.header("x-tripline-fault")), (500, Some("abort")));
+    assert_eq!(
+        (aborted.status, aborted.header("x-tripline-fault")),
+        (500, Some("abort"))
+    );
 
     clock.advance(Duration::from_secs(10));
     let listed: serde_json::Value =
@@ -81,15 +94,32 @@ async fn a_runtime_fault_applies_until_its_ttl_ends_and_bad_requests_name_the_fi
     let deleted = send(admin, "DELETE", &format!("/api/faults/{id}"), &[]).await;
     assert_eq!(deleted.status, 204);
     assert_eq!(get(addr, "/").await.status, 200);
-    assert_eq!(send(admin, "DELETE", &format!("/api/faults/{id}"), &[]).await.status, 404);
+    assert_eq!(
+        send(admin, "DELETE", &format!("/api/faults/{id}"), &[])
+            .await
+            .status,
+        404
+    );
 
     for (body, field) in [
         (r#"{"route": "api", "abort": {"status": 500}}"#, "ttl"),
-        (r#"{"route": "api", "abort": {"status": 500}, "ttl": "2h"}"#, "ttl"),
-        (r#"{"route": "nope", "abort": {"status": 500}, "ttl": "1s"}"#, "route"),
-        (r#"{"route": "api", "abort": {"status": 700}, "ttl": "1s"}"#, "abort.status"),
+        (
+            r#"{"route": "api", "abort": {"status": 500}, "ttl": "2h"}"#,
+            "ttl",
+        ),
+        (
+            r#"{"route": "nope", "abort": {"status": 500}, "ttl": "1s"}"#,
+            "route",
+        ),
+        (
+            r#"{"route": "api", "abort": {"status": 700}, "ttl": "1s"}"#,
+            "abort.status",
+        ),
         (r#"{"route": "api", "ttl": "1s"}"#, "abort"),
-        (r#"{"route": "api", "abort": {"status": 500}, "endpoint": "10.9.9.9:1", "ttl": "1s"}"#, "endpoint"),
+        (
+            r#"{"route": "api", "abort": {"status": 500}, "endpoint": "10.9.9.9:1", "ttl": "1s"}"#,
+            "endpoint",
+        ),
     ] {
         let refused = admin_json(admin, "POST", "/api/faults", body).await;
         assert_eq!(refused.status, 400, "{body}");
@@ -99,7 +129,10 @@ async fn a_runtime_fault_applies_until_its_ttl_ends_and_bad_requests_name_the_fi
     let not_json = admin_json(admin, "POST", "/api/faults", "{route: api").await;
     assert_eq!(not_json.status, 400);
     let huge = format!(r#"{{"route": "{}"}}"#, "x".repeat(70 * 1024));
-    assert_eq!(admin_json(admin, "POST", "/api/faults", &huge).await.status, 413);
+    assert_eq!(
+        admin_json(admin, "POST", "/api/faults", &huge).await.status,
+        413
+    );
     running.shutdown().await;
 }
 
@@ -111,7 +144,10 @@ async fn a_header_scoped_fault_hits_only_marked_requests() {
     for _ in 0..3 {
         assert_eq!(get(addr, "/").await.status, 200);
         let marked = send(addr, "GET", "/", &[("x-drill", "1")]).await;
-        assert_eq!((marked.status, marked.header("x-tripline-fault")), (503, Some("abort")));
+        assert_eq!(
+            (marked.status, marked.header("x-tripline-fault")),
+            (503, Some("abort"))
+        );
     }
     assert_eq!(upstream.hits(), 3);
     running.shutdown().await;
@@ -145,7 +181,12 @@ outlier = { interval = "1s", base_ejection_time = "30s", max_ejection_percent = 
     }
     assert_eq!(aborted, 3);
     let cluster = proxy.cluster("backend").unwrap();
-    assert!(cluster.endpoint(&drilled.addr.to_string()).unwrap().is_ejected());
+    assert!(
+        cluster
+            .endpoint(&drilled.addr.to_string())
+            .unwrap()
+            .is_ejected()
+    );
     for _ in 0..10 {
         assert_eq!(get(addr, "/").await.body, "other");
     }
@@ -167,6 +208,9 @@ fault = { delay = { duration = "10s" } }"#;
     let route = r#"fault = { delay = { duration = "1ms", percent = 100.0 } }"#;
     let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
     let answer = get(addr, "/").await;
-    assert_eq!((answer.status, answer.header("x-tripline-fault")), (200, Some("delay")));
+    assert_eq!(
+        (answer.status, answer.header("x-tripline-fault")),
+        (200, Some("delay"))
+    );
     running.shutdown().await;
 }

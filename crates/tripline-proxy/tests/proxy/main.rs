@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod access_log;
 mod bad_input;
 mod breaking;
 mod config_errors;
@@ -13,6 +14,7 @@ mod headers;
 mod metrics;
 mod outlier;
 mod refusals;
+mod reload;
 mod retries;
 mod support;
 mod upstream_failures;
