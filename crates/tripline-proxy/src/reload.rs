@@ -87,11 +87,11 @@ impl Proxy {
         let old = inner.table.load_full();
         let mut report = ReloadReport::default();
 
-        let kept_cluster = |name: &str| {
+        let kept_cluster = &|name: &str| {
             let same = old.config.clusters.get(name) == config.clusters.get(name);
             same.then(|| old.clusters.get(name).cloned()).flatten()
         };
-        let clusters = build_clusters(&config, &inner.clock, &kept_cluster)?;
+        let clusters = build_clusters(&config, &inner.clock, kept_cluster)?;
         let mut routes = build_routes(&config, &clusters, &inner.clock)?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {

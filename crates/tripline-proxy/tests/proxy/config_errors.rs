@@ -34,10 +34,8 @@ fn a_validation_error_names_the_line_of_its_key() {
 
 #[test]
 fn a_key_inside_an_inline_table_or_array_is_placed_exactly() {
-    let text = format!(
-        "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\", \"nowhere\"]\n"
-    );
-    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    let text = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\", \"nowhere\"]\n";
+    let e = ProxyConfig::from_toml(text).unwrap_err();
     assert_eq!(e.field, "clusters.backend.endpoints[1]");
     assert_eq!((e.line, e.column), (Some(5), Some(32)));
 
