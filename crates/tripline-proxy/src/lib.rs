@@ -46,9 +46,13 @@
 //! streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
 //! breakers with outlier ejection, budgeted retries and deadlines,
-//! Prometheus metrics on an admin listener. Not
-//! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
-//! reload on SIGHUP, DNS re-resolution.
+//! Prometheus metrics on an admin listener; [fault injection](fault) for
+//! drills (per route in the config, and at run time through the admin
+//! listener's `/api/faults`, each with a TTL); a JSON access log written
+//! off the request path (`[access_log]`); [reload](Proxy::reload) keeping
+//! breaker state where identity did not change (`tripline proxy` reloads
+//! on SIGHUP); config errors naming file, line and field. Not yet: TLS
+//! (and so HTTP/2 over TLS), rate limits, hedging, DNS re-resolution.
 
 #![forbid(unsafe_code)]
 
