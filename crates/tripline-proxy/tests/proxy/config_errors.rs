@@ -60,9 +60,42 @@ fn a_parse_error_names_its_line() {
 }
 
 #[test]
-fn a_default_that_was_never_written_is_placed_at_its_table() {
+fn a_key_never_written_is_placed_at_its_nearest_written_ancestor() {
+    // A route without a name: the route's table is where the name goes.
+    let text = format!("{HEAD}[[routes]]\ncluster = \"backend\"\n");
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].name");
+    let line = e.line.expect("a line");
+    assert!((7..=8).contains(&line), "{e}");
     // No listener at all: nothing to point at, so no line rather than a wrong one.
     let e = ProxyConfig::from_toml("[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n")
         .unwrap_err();
     assert_eq!((e.field.as_str(), e.line), ("listeners", None));
+}
+
+#[test]
+fn fault_and_access_log_mistakes_name_their_field_and_line() {
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nfault = {{ abort = {{ status = 503, percent = 150.0 }} }}\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].fault.abort.percent");
+    assert_eq!(e.line, Some(10));
+
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nfault = {{ abort = {{ status = 503 }}, endpoint = \"127.0.0.1:1\" }}\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].fault.endpoint");
+    assert!(
+        e.message.contains("not an endpoint of the route's cluster"),
+        "{e}"
+    );
+
+    let text = format!("{HEAD}[access_log]\nmode = \"sampled\"\nsample_percent = -1.0\n");
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.line),
+        ("access_log.sample_percent", Some(9))
+    );
 }

@@ -101,6 +101,18 @@ async fn a_runtime_fault_applies_until_its_ttl_ends_and_bad_requests_name_the_fi
         404
     );
 
+    // All switched off at once.
+    for status in [500, 502] {
+        let body = format!(r#"{{"route": "api", "abort": {{"status": {status}}}, "ttl": "1m"}}"#);
+        assert_eq!(
+            admin_json(admin, "POST", "/api/faults", &body).await.status,
+            201
+        );
+    }
+    let cleared = send(admin, "DELETE", "/api/faults", &[]).await;
+    assert_eq!(cleared.body.trim(), r#"{"cleared":2}"#);
+    assert_eq!(get(addr, "/").await.status, 200);
+
     for (body, field) in [
         (r#"{"route": "api", "abort": {"status": 500}}"#, "ttl"),
         (
@@ -213,4 +225,30 @@ fault = { delay = { duration = "10s" } }"#;
         (200, Some("delay"))
     );
     running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_seeded_percent_replays_the_same_decisions() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = r#"fault = { abort = { status = 503, percent = 50.0 } }"#;
+    let text = config(&[upstream.addr], route, "");
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let config = tripline_proxy::config::ProxyConfig::from_toml(&text).unwrap();
+        let proxy = tripline_proxy::Proxy::builder(config)
+            .fault_seed(42)
+            .build()
+            .unwrap();
+        let running = proxy.start().await.unwrap();
+        let addr = running.local_addrs()[0];
+        let mut statuses = Vec::new();
+        for _ in 0..40 {
+            statuses.push(get(addr, "/").await.status);
+        }
+        running.shutdown().await;
+        runs.push(statuses);
+    }
+    assert_eq!(runs[0], runs[1], "the same seed, the same drill");
+    let aborted = runs[0].iter().filter(|s| **s == 503).count();
+    assert!((8..=32).contains(&aborted), "about half: {aborted} of 40");
 }

@@ -126,3 +126,55 @@ async fn a_changed_listener_is_reported_as_needing_a_restart() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_unchanged_cluster_keeps_its_ejections_and_a_changed_one_starts_afresh() {
+    let bad = Upstream::start(|_| respond(500, "boom")).await;
+    let good = Upstream::start(|_| respond(200, "fine")).await;
+    let cluster = r#"
+panic_threshold_percent = 0
+breaker = { window = { kind = "count", size = 1000 }, minimum_calls = 1000 }
+outlier = { interval = "1s", base_ejection_time = "30s", max_ejection_percent = 50, consecutive_failures = { threshold = 3 } }
+"#;
+    let text = config(&[bad.addr, good.addr], "retry = { attempts = 1 }", cluster);
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    for _ in 0..6 {
+        get(addr, "/").await;
+    }
+    let ejected = |proxy: &tripline_proxy::Proxy| {
+        let cluster = proxy.cluster("backend").unwrap();
+        cluster
+            .endpoint(&bad.addr.to_string())
+            .unwrap()
+            .is_ejected()
+    };
+    assert!(ejected(&proxy));
+    let budget = proxy.route_budget("api").unwrap();
+
+    // A route-only change (the route's timeout) keeps the cluster and the budget.
+    let changed_route = config(
+        &[bad.addr, good.addr],
+        "retry = { attempts = 1 }\ntimeout = { overall = \"5s\" }",
+        cluster,
+    );
+    let report = running
+        .reload(ProxyConfig::from_toml(&changed_route).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_kept, ["backend"]);
+    assert_eq!(report.budgets_kept, ["api"]);
+    assert!(ejected(&proxy), "the ejection carried over");
+    assert!(proxy.route_budget("api").unwrap().ptr_eq(&budget));
+    for _ in 0..4 {
+        assert_eq!(get(addr, "/").await.status, 200);
+    }
+    assert_eq!(bad.hits(), 3);
+
+    // A changed cluster is built anew: its endpoints start routable.
+    let changed_cluster = changed_route.replace("threshold = 3", "threshold = 4");
+    let report = running
+        .reload(ProxyConfig::from_toml(&changed_cluster).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_built, ["backend"]);
+    assert!(!ejected(&proxy));
+    running.shutdown().await;
+}
