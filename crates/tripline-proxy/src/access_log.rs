@@ -22,6 +22,8 @@
 //! body may take longer); `flag` is the refusal or upstream-failure flag
 //! the answer carries (see [`rejection`](crate::rejection)).
 
+mod writer;
+
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -31,13 +33,15 @@ use http::request::Parts;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
 use tripline::cluster::{EndpointId, EndpointOutcome};
 
 use crate::config::{AccessLogMode, AccessLogSection};
 use crate::fault::Dice;
 use crate::rejection::FLAG_HEADER;
+pub(crate) use writer::Writer;
+use writer::write_lines;
 
 /// The log's sink: the queue's sending side and the drop count.
 pub(crate) struct AccessLog {
@@ -194,64 +198,6 @@ impl Trail {
             outcome: outcome.map_or("refused", EndpointOutcome::as_str),
             duration_ms: millis(took),
         });
-    }
-}
-
-/// The running writer; [`finish`](Writer::finish) it on drain.
-#[derive(Debug)]
-pub(crate) struct Writer {
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Writer {
-    /// Writes what is queued, flushes, and ends the writer.
-    pub(crate) async fn finish(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
-    }
-}
-
-async fn write_lines(
-    mut lines: mpsc::Receiver<String>,
-    out: Box<dyn AsyncWrite + Send + Unpin>,
-    mut stop: oneshot::Receiver<()>,
-    dropped: Counter,
-) {
-    let mut out = BufWriter::new(out);
-    loop {
-        tokio::select! {
-            // Lines first: the stop is seen only once the queue is empty.
-            biased;
-            line = lines.recv() => match line {
-                Some(line) => {
-                    write_line(&mut out, line, &dropped).await;
-                    if lines.is_empty() {
-                        flush(&mut out).await;
-                    }
-                }
-                None => break,
-            },
-            _ = &mut stop => break,
-        }
-    }
-    while let Ok(line) = lines.try_recv() {
-        write_line(&mut out, line, &dropped).await;
-    }
-    flush(&mut out).await;
-}
-
-async fn write_line<W: AsyncWrite + Unpin>(out: &mut W, mut line: String, dropped: &Counter) {
-    line.push('\n');
-    if let Err(e) = out.write_all(line.as_bytes()).await {
-        dropped.inc();
-        tracing::warn!(error = %e, "access log write failed");
-    }
-}
-
-async fn flush<W: AsyncWrite + Unpin>(out: &mut W) {
-    if let Err(e) = out.flush().await {
-        tracing::warn!(error = %e, "access log flush failed");
     }
 }
 

@@ -1,5 +1,5 @@
 //! The proxy's metrics: everything it built, exported by
-//! `tripline-prometheus`, plus two counters of its own.
+//! `tripline-prometheus`, plus counters of its own.
 //!
 //! At build time every route breaker, every cluster (its endpoint
 //! breakers, outlier ejections and panic mode) and every route's retry
@@ -10,13 +10,15 @@
 //! clusters with their config key, so every label value comes from the
 //! config and the series are bounded.
 //!
-//! Two things only the proxy knows are counted on the request path, one
+//! What only the proxy knows is counted on the request path, one
 //! relaxed atomic add each per request:
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|
 //! | `tripline_proxy_requests_total` | `route`, `code_class` (`2xx` … `5xx`) | answers sent, by route and status class |
 //! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
+//! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::fault) shaped |
+//! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
 //!
 //! `route` is empty for requests no route matched (`NR`) and for smuggling
 //! attempts refused before routing (`DPE`). Every series exists from the
