@@ -10,7 +10,11 @@
 //! Every fault needs a `ttl` (at most [`MAX_TTL`]): a drill driver that
 //! dies never leaves a fault on. A bad body is refused with 400 naming the
 //! field (`{"error": …, "field": "ttl"}`); a body over 64 KiB with 413.
-//! The TTL runs on the proxy's clock.
+//! The TTL runs on the proxy's clock. Faults survive a reload (a fault
+//! on a route the reload removed matches nothing and expires).
+//!
+//! Whoever reaches the admin listener can inject faults: bind it to
+//! loopback or a private interface, as for the metrics.
 
 use std::time::Duration;
 
