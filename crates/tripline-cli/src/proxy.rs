@@ -1,8 +1,9 @@
 //! `tripline proxy --config FILE`: runs the HTTP sidecar until SIGTERM or
-//! Ctrl-C, then drains. Everything but argument parsing and the runtime
-//! lives in `tripline-proxy`.
+//! Ctrl-C, then drains; SIGHUP re-reads the file and reloads it (an
+//! invalid file changes nothing). Everything but argument parsing, the
+//! runtime and the signals lives in `tripline-proxy`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use tripline_proxy::Proxy;
@@ -33,6 +34,9 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::other(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
+        // Watched before the proxy says it listens: a SIGHUP from then on
+        // reloads rather than kills (its default action).
+        let hangups = hangups();
         let running = proxy
             .start()
             .await
@@ -43,7 +47,13 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
         if let Some(addr) = running.admin_addr() {
             println!("tripline proxy: metrics at http://{addr}/metrics");
         }
+        let reloads = tokio::spawn(reload_on_hangup(
+            hangups,
+            proxy.clone(),
+            args.config.clone(),
+        ));
         let drained = running.run_until_signal().await;
+        reloads.abort();
         if drained.complete {
             println!("tripline proxy: drained");
         } else {
@@ -51,4 +61,51 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
         }
         Ok(())
     })
+}
+
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<()>;
+
+/// Starts watching SIGHUP (`None`, said on stderr, if it cannot be).
+#[cfg(unix)]
+fn hangups() -> Hangups {
+    use tokio::signal::unix::{SignalKind, signal};
+    signal(SignalKind::hangup())
+        .inspect_err(|e| eprintln!("tripline proxy: cannot watch SIGHUP, reloads are off: {e}"))
+        .ok()
+}
+
+#[cfg(not(unix))]
+fn hangups() -> Hangups {
+    None
+}
+
+/// Reloads the config file at `path` on every SIGHUP, saying what
+/// happened: on stdout when it applied (and which changed sections wait
+/// for a restart), on stderr when it was refused.
+async fn reload_on_hangup(hangups: Hangups, proxy: Proxy, path: PathBuf) {
+    #[cfg(unix)]
+    if let Some(mut hangups) = hangups {
+        while hangups.recv().await.is_some() {
+            reload(&proxy, &path);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (hangups, proxy, path);
+}
+
+fn reload(proxy: &Proxy, path: &Path) {
+    match ProxyConfig::load(path).and_then(|config| proxy.reload(config)) {
+        Ok(report) => {
+            println!("tripline proxy: reloaded {}", path.display());
+            for section in &report.restart_required {
+                println!("tripline proxy: [{section}] changed: takes effect on restart");
+            }
+        }
+        Err(e) => {
+            eprintln!("tripline proxy: reload refused, the last good config stays: {e}");
+        }
+    }
 }

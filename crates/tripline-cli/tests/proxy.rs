@@ -221,8 +221,76 @@ endpoints = ["127.0.0.1:9000"]
     assert_eq!(out.status, 2);
     assert!(
         out.stderr
-            .contains("bad.toml: `routes[0].cluster` names no cluster"),
+            .contains("bad.toml:6: routes[0].cluster: names no cluster"),
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn sighup_reloads_the_file_and_an_invalid_file_changes_nothing() {
+    require_curl();
+    let first = upstream(Arc::new(AtomicU16::new(200)));
+    let second = upstream(Arc::new(AtomicU16::new(202)));
+    let dir = Dir::new();
+    let text = |extra: &str| {
+        format!(
+            "[[listeners]]\naddress = \"127.0.0.1:0\"\n{extra}\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{first}\"]\n"
+        )
+    };
+    let config = dir.write("proxy.toml", &text(""));
+    let child = Command::new(env!("CARGO_BIN_EXE_tripline"))
+        .args(["proxy", "--config", config.to_str().expect("path")])
+        .args(["--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the proxy");
+    let mut child = Running(child);
+    let (lines_tx, lines) = mpsc::channel();
+    let stdout = child.0.stdout.take().expect("stdout");
+    let stderr = child.0.stderr.take().expect("stderr");
+    for out in [Box::new(stdout) as Box<dyn Read + Send>, Box::new(stderr)] {
+        let lines_tx = lines_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = lines_tx.send(line);
+            }
+        });
+    }
+    let listening = lines
+        .recv_timeout(BOUND)
+        .expect("the proxy says where it listens");
+    let addr = listening
+        .strip_prefix("tripline proxy: listening on ")
+        .expect(&listening)
+        .to_owned();
+    assert!(curl(&format!("http://{addr}/moved")).starts_with("http/1.1 200"));
+    let hangup = |pid: u32| {
+        let sent = Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+    };
+
+    let moved = format!(
+        "\n[[routes]]\nname = \"moved\"\ncluster = \"other\"\nmatch = {{ path_prefix = \"/moved\" }}\n\n[clusters.other]\nendpoints = [\"{second}\"]\n"
+    );
+    dir.write("proxy.toml", &text(&moved));
+    hangup(child.0.id());
+    let said = lines.recv_timeout(BOUND).expect("the reload is reported");
+    assert!(said.starts_with("tripline proxy: reloaded"), "{said}");
+    assert!(curl(&format!("http://{addr}/moved")).starts_with("http/1.1 202"));
+
+    dir.write("proxy.toml", &text(&moved).replace("/moved", "moved"));
+    hangup(child.0.id());
+    let said = lines.recv_timeout(BOUND).expect("the refusal is reported");
+    assert!(
+        said.contains("reload refused, the last good config stays")
+            && said.contains("proxy.toml:")
+            && said.contains("routes[0].match.path_prefix"),
+        "{said}"
+    );
+    assert!(curl(&format!("http://{addr}/moved")).starts_with("http/1.1 202"));
 }

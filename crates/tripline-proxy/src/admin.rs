@@ -1,4 +1,5 @@
-//! The admin listener: `GET /metrics` and nothing else.
+//! The admin listener: `GET /metrics`, and the fault-drill API
+//! `/api/faults` (see [`faults`]).
 //!
 //! It is a listener of its own, never a data-plane one, so a scrape is not
 //! routed, counted or refused like traffic, and a route cannot shadow it.
@@ -8,7 +9,10 @@
 //! is 404. The listener drains with the proxy: it stops accepting when the
 //! drain starts, and scrapes in flight finish within the drain timeout.
 
+mod faults;
+
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
@@ -18,12 +22,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tripline_prometheus::http::{MetricsBody, MetricsHandler};
 
+use crate::proxy::Inner;
 use crate::server::{CUT, DRAINING, accept_until_drain, reached};
 
 /// Accepts admin connections until the drain starts.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
-    handler: MetricsHandler,
+    inner: Arc<Inner>,
     header_read_timeout: Duration,
     stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
@@ -31,7 +36,7 @@ pub(crate) async fn accept_loop(
     accept_until_drain(listener, stop, "admin accept failed", |stream, _, stop| {
         tokio::spawn(serve(
             stream,
-            handler.clone(),
+            inner.clone(),
             header_read_timeout,
             stop,
             alive.clone(),
@@ -43,14 +48,21 @@ pub(crate) async fn accept_loop(
 /// Serves one admin connection (HTTP/1.1), closing it on drain.
 async fn serve(
     stream: TcpStream,
-    handler: MetricsHandler,
+    inner: Arc<Inner>,
     header_read_timeout: Duration,
     mut stop: watch::Receiver<u8>,
     _alive: mpsc::Sender<()>,
 ) {
     let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-        let response = answer(&handler, &req);
-        std::future::ready(Ok::<_, Infallible>(response))
+        let inner = inner.clone();
+        async move {
+            let response = if faults::serves(req.uri().path()) {
+                faults::answer(&inner, req).await
+            } else {
+                answer(inner.metrics.handler(), &req)
+            };
+            Ok::<_, Infallible>(response)
+        }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -73,7 +85,9 @@ fn answer<B>(handler: &MetricsHandler, req: &Request<B>) -> Response<MetricsBody
     if req.uri().path() == "/metrics" {
         return handler.respond(req);
     }
-    let mut response = Response::new(MetricsBody::from("not found: try /metrics\n"));
+    let mut response = Response::new(MetricsBody::from(
+        "not found: try /metrics or /api/faults\n",
+    ));
     *response.status_mut() = StatusCode::NOT_FOUND;
     response
 }

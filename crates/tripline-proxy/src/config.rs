@@ -36,9 +36,12 @@
 //! assert_eq!(config.routes[0].retry.attempts, 2);
 //! ```
 
+mod access_log;
 mod cluster;
 mod error;
 mod protect;
+mod fault;
+mod locate;
 mod route;
 mod validate;
 mod validate_protect;
@@ -49,6 +52,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use access_log::{AccessLogFormat, AccessLogMode, AccessLogSection};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
 pub(crate) use protect::FALLBACK_CAUSES;
@@ -56,6 +60,7 @@ pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,
     RateLimitSection, UPSTREAM_FAILURE,
 };
+pub use fault::{AbortSection, DelaySection, FaultSection};
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
 pub(crate) use validate_protect::breaker_family;
 
@@ -74,6 +79,8 @@ pub struct ProxyConfig {
     /// Where to serve `GET /metrics`, if anywhere: a listener of its own,
     /// so scrapes never share a port (or a route table) with the data plane.
     pub admin: Option<AdminSection>,
+    /// One line per request (off by default).
+    pub access_log: AccessLogSection,
 }
 
 /// The admin listener: Prometheus metrics of every breaker, cluster and
@@ -137,11 +144,18 @@ pub struct ListenerSection {
 }
 
 impl ProxyConfig {
-    /// Parses a config from TOML text and validates it.
+    /// Parses a config from TOML text and validates it; an error names
+    /// the line (and column) of the offending key.
     pub fn from_toml(text: &str) -> Result<ProxyConfig, ConfigError> {
-        let config: ProxyConfig =
-            toml::from_str(text).map_err(|e| ConfigError::parse(None, e.to_string()))?;
-        config.validate()?;
+        let config: ProxyConfig = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => ConfigError::parse(None, e.message().trim_end().to_owned())
+                .at(Some(locate::line_column(text, span.start))),
+            None => ConfigError::parse(None, e.to_string()),
+        })?;
+        config.validate().map_err(|e| {
+            let position = locate::locate(text, &e.field);
+            e.at(position)
+        })?;
         Ok(config)
     }
 

@@ -18,6 +18,7 @@ use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, TokioClock};
 use tripline::{Outcome, OwnedPermit};
 
+use crate::access_log::Trail;
 use crate::body::{ProxyBody, RequestBody, read_for_replay};
 use crate::headers::{append_forwarded, append_forwarded_for, strip_hop_by_hop};
 use crate::proxy::Inner;
@@ -32,19 +33,27 @@ pub(crate) async fn handle(
     peer: SocketAddr,
 ) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();
-    let Some(index) = proxy.routes.iter().position(|r| r.matches(&parts)) else {
+    // One table for the whole request, whatever a reload does meanwhile.
+    let table = proxy.table.load_full();
+    let mut trail = proxy.access_log.begin(&parts, peer);
+    let Some(index) = table.routes.iter().position(|r| r.matches(&parts)) else {
         let response = Rejection::new(Reason::NoRoute, None).response();
         proxy.metrics.observe(None, &response);
+        proxy.access_log.finish(trail, None, &response);
         return response;
     };
-    let mut response = match proxy.routes.get(index) {
-        Some(route) => forward(proxy, route, parts, body, peer).await,
-        None => Rejection::new(Reason::NoRoute, None).response(),
+    let Some(route) = table.routes.get(index) else {
+        return Rejection::new(Reason::NoRoute, None).response();
     };
+    let mut response = forward(proxy, route, parts, body, peer, &mut trail).await;
     if proxy.config.proxy.envoy_compat {
         mark_overloaded(&mut response);
     }
-    proxy.metrics.observe(Some(index), &response);
+    proxy.metrics.observe(table.counters.get(index), &response);
+    let cluster = table.config.routes.get(index).map(|r| r.cluster.as_str());
+    proxy
+        .access_log
+        .finish(trail, Some((&route.name, cluster.unwrap_or(""))), &response);
     response
 }
 
@@ -56,6 +65,7 @@ async fn forward(
     mut parts: http::request::Parts,
     body: Incoming,
     peer: SocketAddr,
+    trail: &mut Option<Trail>,
 ) -> Response<ProxyBody> {
     let clock = TokioClock;
     let incoming = match route.timeout.honour_incoming {
@@ -68,7 +78,7 @@ async fn forward(
     append_forwarded_for(&mut parts.headers, peer.ip());
     append_forwarded(&mut parts.headers, peer.ip(), "http");
     let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
-    let response = protected(proxy, route, &parts, &mut body, deadline, peer).await;
+    let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
     crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await
 }
 
@@ -81,6 +91,7 @@ async fn protected(
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     peer: SocketAddr,
+    trail: &mut Option<Trail>,
 ) -> Response<ProxyBody> {
     let reject = |reason| Rejection::new(reason, Some(&route.name));
     if let Some(limit) = &route.guard.rate_limit
@@ -140,8 +151,12 @@ async fn protected(
     let mut endpoints = Vec::new();
     let mut previous = None;
     loop {
+        let (before, try_start) = (endpoints.len(), tokio::time::Instant::now());
         let tried =
             hedge::try_maybe_hedged(proxy, route, parts, body, deadline, &mut endpoints).await;
+        if let Some(trail) = trail {
+            trail.attempt(endpoints.get(before), tried.outcome(), try_start.elapsed());
+        }
         let outcome = tried.outcome();
         let again = outcome.is_some_and(|o| o.is_failure())
             && number < route.retry.attempts

@@ -53,16 +53,23 @@
 //! family ([`keyed_breaker`]), hedging paid from the retry budget,
 //! [fallback] answers (fixed, or a secondary cluster) marked degraded,
 //! gRPC status classification from trailers, `forwarded` (RFC 7239)
-//! beside `x-forwarded-for`, and an Envoy compatibility switch
-//! (`x-envoy-overloaded`). Not yet: TLS (and so HTTP/2 over TLS), fault
-//! injection, access log, reload on SIGHUP, DNS re-resolution.
+//! beside `x-forwarded-for`, an Envoy compatibility switch
+//! (`x-envoy-overloaded`); [fault injection](fault) for
+//! drills (per route in the config, and at run time through the admin
+//! listener's `/api/faults`, each with a TTL); a JSON access log written
+//! off the request path (`[access_log]`); [reload](Proxy::reload) keeping
+//! breaker state where identity did not change (`tripline proxy` reloads
+//! on SIGHUP); config errors naming file, line and field. Not yet: TLS
+//! (and so HTTP/2 over TLS), DNS re-resolution.
 
 #![forbid(unsafe_code)]
 
+mod access_log;
 mod admin;
 pub mod body;
 pub mod config;
 pub mod fallback;
+pub mod fault;
 mod forward;
 mod grpc;
 mod guard;
@@ -72,9 +79,12 @@ pub mod metrics;
 mod proxy;
 mod ratelimit;
 pub mod rejection;
+mod reload;
 mod route;
 mod server;
 mod smuggling;
+mod table;
 
 pub use proxy::{Proxy, ProxyBuilder};
+pub use reload::ReloadReport;
 pub use server::{Drained, Running};

@@ -1,5 +1,5 @@
 //! The proxy's metrics: everything it built, exported by
-//! `tripline-prometheus`, plus two counters of its own.
+//! `tripline-prometheus`, plus counters of its own.
 //!
 //! At build time every route breaker, every cluster (its endpoint
 //! breakers, outlier ejections and panic mode) and every route's retry
@@ -10,7 +10,7 @@
 //! clusters with their config key, so every label value comes from the
 //! config and the series are bounded.
 //!
-//! Two things only the proxy knows are counted on the request path, one
+//! What only the proxy knows is counted on the request path, one
 //! relaxed atomic add each per request:
 //!
 //! | metric | labels | meaning |
@@ -18,6 +18,8 @@
 //! | `tripline_proxy_requests_total` | `route`, `code_class` (`2xx` … `5xx`) | answers sent, by route and status class |
 //! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `RL`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
 //! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
+//! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::fault) shaped |
+//! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
 //!
 //! A route's keyed breakers (`breaker_key`) are exported as their
 //! registry's aggregate — breakers by state, creations, evictions,
@@ -46,16 +48,21 @@ type Labels = Vec<(&'static str, String)>;
 /// The status classes counted; 1xx is never a final answer here.
 const CLASSES: [&str; 4] = ["2xx", "3xx", "4xx", "5xx"];
 
-/// The exporter and the proxy's own counters, built once per proxy.
+/// The exporter and the proxy's own counters, built once per proxy (a
+/// reload registers and unregisters sources in the same exporter, and
+/// takes its route counters from the same families).
 pub(crate) struct ProxyMetrics {
     exporter: Exporter,
     handler: MetricsHandler,
-    /// One per route, in route order, then one for unrouted requests.
-    per_route: Vec<RouteCounters>,
+    requests: Family<Labels, Counter>,
+    refusals: Family<Labels, Counter>,
+    fallbacks: Family<Labels, Counter>,
+    /// For requests no route took.
+    unrouted: RouteCounters,
 }
 
 /// Counters of one route, created up front so the request path only adds.
-struct RouteCounters {
+pub(crate) struct RouteCounters {
     classes: [Counter; 4],
     flags: Vec<(&'static str, Counter)>,
     fallbacks: Vec<(&'static str, Counter)>,
@@ -63,10 +70,12 @@ struct RouteCounters {
 
 impl ProxyMetrics {
     /// Registers every route breaker, route budget and cluster into a new
-    /// exporter, and the proxy's counters beside it.
+    /// exporter, and the proxy's counters beside it; `extras` registers
+    /// more families (faults, access log) under the exporter's prefix.
     pub(crate) fn build(
         routes: &[Route],
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
+        extras: impl FnOnce(&mut Registry, &str),
     ) -> Result<ProxyMetrics, ConfigError> {
         let exporter = Exporter::default();
         for (name, cluster) in clusters {
@@ -94,56 +103,64 @@ impl ProxyMetrics {
         let requests = Family::<Labels, Counter>::default();
         let refusals = Family::<Labels, Counter>::default();
         let fallbacks = Family::<Labels, Counter>::default();
-        let names = routes.iter().map(|r| &*r.name).chain(std::iter::once(""));
-        let per_route = names
-            .map(|route| RouteCounters {
-                classes: CLASSES.map(|class| {
-                    requests
-                        .get_or_create(&vec![
-                            ("route", route.to_string()),
-                            ("code_class", class.to_string()),
-                        ])
-                        .clone()
-                }),
-                flags: Reason::ALL
-                    .iter()
-                    .map(|r| {
-                        let labels = vec![("route", route.to_string()), ("flag", r.flag().into())];
-                        (r.flag(), refusals.get_or_create(&labels).clone())
-                    })
-                    .collect(),
-                fallbacks: FALLBACK_CAUSES
-                    .iter()
-                    .map(|c| {
-                        let labels = vec![("route", route.to_string()), ("reason", (*c).into())];
-                        (*c, fallbacks.get_or_create(&labels).clone())
-                    })
-                    .collect(),
-            })
-            .collect();
+        let unrouted = RouteCounters::new(&requests, &refusals, &fallbacks, "");
         let mut registry = Registry::default();
         registry.register_collector(Box::new(exporter.clone()));
         let prefix = exporter.prefix();
         registry.register(
             format!("{prefix}_proxy_requests"),
             "Answers the proxy sent, by route and status class",
-            requests,
+            requests.clone(),
         );
         registry.register(
             format!("{prefix}_proxy_refusals"),
             "Answers carrying a refusal or upstream-failure flag, by route and flag",
-            refusals,
+            refusals.clone(),
         );
         registry.register(
             format!("{prefix}_proxy_fallbacks"),
             "Fallback answers sent instead of a refusal or failure, by route and cause replaced",
-            fallbacks,
+            fallbacks.clone(),
         );
+        extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
             exporter,
-            per_route,
+            requests,
+            refusals,
+            fallbacks,
+            unrouted,
         })
+    }
+
+    /// The counters of `routes`, in route order (existing series carry on).
+    pub(crate) fn route_counters(&self, routes: &[Route]) -> Vec<RouteCounters> {
+        routes
+            .iter()
+            .map(|r| RouteCounters::new(&self.requests, &self.refusals, &self.fallbacks, &r.name))
+            .collect()
+    }
+
+    /// Drops the series of a route a reload removed.
+    pub(crate) fn forget_route(&self, route: &str) {
+        for class in CLASSES {
+            self.requests.remove(&vec![
+                ("route", route.to_string()),
+                ("code_class", class.to_string()),
+            ]);
+        }
+        for r in Reason::ALL {
+            self.refusals.remove(&vec![
+                ("route", route.to_string()),
+                ("flag", r.flag().into()),
+            ]);
+        }
+        for cause in FALLBACK_CAUSES {
+            self.fallbacks.remove(&vec![
+                ("route", route.to_string()),
+                ("reason", (*cause).into()),
+            ]);
+        }
     }
 
     /// The exporter every breaker, cluster and budget is registered in.
@@ -156,12 +173,9 @@ impl ProxyMetrics {
         &self.handler
     }
 
-    /// Counts one answer of route number `route` (`None`: unrouted).
-    pub(crate) fn observe<B>(&self, route: Option<usize>, response: &Response<B>) {
-        let index = route.unwrap_or(self.per_route.len().saturating_sub(1));
-        let Some(counters) = self.per_route.get(index) else {
-            return;
-        };
+    /// Counts one answer of the route whose counters are `route` (`None`: unrouted).
+    pub(crate) fn observe<B>(&self, route: Option<&RouteCounters>, response: &Response<B>) {
+        let counters = route.unwrap_or(&self.unrouted);
         let class = usize::from(response.status().as_u16() / 100).wrapping_sub(2);
         if let Some(c) = counters.classes.get(class) {
             c.inc();
@@ -182,6 +196,38 @@ impl ProxyMetrics {
 }
 
 impl RouteCounters {
+    fn new(
+        requests: &Family<Labels, Counter>,
+        refusals: &Family<Labels, Counter>,
+        fallbacks: &Family<Labels, Counter>,
+        route: &str,
+    ) -> RouteCounters {
+        RouteCounters {
+            classes: CLASSES.map(|class| {
+                requests
+                    .get_or_create(&vec![
+                        ("route", route.to_string()),
+                        ("code_class", class.to_string()),
+                    ])
+                    .clone()
+            }),
+            flags: Reason::ALL
+                .iter()
+                .map(|r| {
+                    let labels = vec![("route", route.to_string()), ("flag", r.flag().into())];
+                    (r.flag(), refusals.get_or_create(&labels).clone())
+                })
+                .collect(),
+            fallbacks: FALLBACK_CAUSES
+                .iter()
+                .map(|c| {
+                    let labels = vec![("route", route.to_string()), ("reason", (*c).into())];
+                    (*c, fallbacks.get_or_create(&labels).clone())
+                })
+                .collect(),
+        }
+    }
+
     fn count_flag(&self, flag: &str) {
         if let Some((_, c)) = self.flags.iter().find(|(f, _)| *f == flag) {
             c.inc();

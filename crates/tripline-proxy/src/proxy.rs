@@ -1,8 +1,9 @@
 //! The proxy: routes, clusters and the upstream client, built once from a
 //! config and shared by every connection.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -12,11 +13,12 @@ use tripline::budget::RetryBudget;
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
+use crate::access_log::AccessLog;
 use crate::body::ProxyBody;
 use crate::config::{ConfigError, ProxyConfig};
-use crate::fallback::RouteFallback;
+use crate::fault::{Dice, Faults};
 use crate::metrics::ProxyMetrics;
-use crate::route::Route;
+use crate::table::{Table, build_clusters, build_routes};
 
 /// A proxy built from a [`ProxyConfig`]: cheap to clone, clones share
 /// every breaker, budget and pooled connection.
@@ -26,30 +28,49 @@ pub struct Proxy {
 }
 
 pub(crate) struct Inner {
+    /// The config the proxy started with: its listeners, admin listener,
+    /// process-wide settings and access log (a reload does not rebind).
     pub(crate) config: ProxyConfig,
-    pub(crate) routes: Vec<Route>,
-    pub(crate) clusters: BTreeMap<String, Cluster>,
+    /// Routes and clusters, replaced whole by a reload.
+    pub(crate) table: ArcSwap<Table>,
+    /// The clock of every breaker, budget, outlier detector and fault TTL.
+    pub(crate) clock: SharedClock,
+    /// Reloads one at a time.
+    pub(crate) reloading: Mutex<()>,
     /// HTTP/1.1 upstreams.
     pub(crate) client: Client<HttpConnector, ProxyBody>,
     /// h2c upstreams (HTTP/2 with prior knowledge).
     pub(crate) h2c: Client<HttpConnector, ProxyBody>,
     /// Everything above, exported; and the proxy's own counters.
     pub(crate) metrics: ProxyMetrics,
+    /// Faults injected for drills (configured, and switched on at run time).
+    pub(crate) faults: Faults,
+    /// One line per request, written off the request path.
+    pub(crate) access_log: AccessLog,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
 pub struct ProxyBuilder {
     config: ProxyConfig,
     clock: SharedClock,
+    fault_seed: Option<u64>,
 }
 
 impl ProxyBuilder {
     /// The clock of every breaker, budget and outlier detector (a
     /// [`ManualClock`](tripline::ManualClock) in tests, so open durations
-    /// and ejections pass without waiting). Timeouts and deadlines always
-    /// run on the runtime's time: they bound real I/O.
+    /// and ejections pass without waiting), and of runtime faults' TTLs.
+    /// Timeouts and deadlines always run on the runtime's time: they bound
+    /// real I/O.
     pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
         self.clock = clock.into();
+        self
+    }
+
+    /// Seeds the rolls of faults injected at a percent below 100, so a
+    /// drill (or a test) replays the same decisions; unseeded by default.
+    pub fn fault_seed(mut self, seed: u64) -> Self {
+        self.fault_seed = Some(seed);
         self
     }
 
@@ -57,35 +78,16 @@ impl ProxyBuilder {
     pub fn build(self) -> Result<Proxy, ConfigError> {
         let config = self.config;
         config.validate()?;
-        let mut clusters = BTreeMap::new();
-        for (name, section) in &config.clusters {
-            let cluster = Cluster::builder()
-                .config(section.to_library(name))
-                .clock(self.clock.clone())
-                .build()
-                .map_err(|e| {
-                    ConfigError::invalid(format!("clusters.{name}.{}", e.field), e.constraint)
-                })?;
-            clusters.insert(name.clone(), cluster);
-        }
-        let mut routes = Vec::with_capacity(config.routes.len());
-        for (i, section) in config.routes.iter().enumerate() {
-            let at = format!("routes[{i}]");
-            let cluster = clusters
-                .get(&section.cluster)
-                .cloned()
-                .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
-            let protocol = config
-                .clusters
-                .get(&section.cluster)
-                .map(|c| c.protocol)
-                .unwrap_or_default();
-            let mut route = Route::build(&at, section, cluster, protocol, &self.clock)?;
-            route.guard.fallback =
-                RouteFallback::build(&at, section, &config, &clusters, &self.clock)?;
-            routes.push(route);
-        }
-        let metrics = ProxyMetrics::build(&routes, &clusters)?;
+        let clusters = build_clusters(&config, &self.clock, |_| None)?;
+        let routes = build_routes(&config, &clusters, &self.clock)?;
+        let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
+        let faults = Faults::new(&config, self.clock.clone(), dice);
+        let access_log = AccessLog::new(&config.access_log);
+        let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
+            faults.register(registry, prefix);
+            access_log.register(registry, prefix);
+        })?;
+        let counters = metrics.route_counters(&routes);
         let p = &config.proxy;
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
@@ -98,14 +100,23 @@ impl ProxyBuilder {
             .pool_idle_timeout(p.pool_idle_timeout)
             .http2_only(true)
             .build(connector);
+        let table = Table {
+            config: Arc::new(config.clone()),
+            routes,
+            clusters,
+            counters,
+        };
         Ok(Proxy {
             inner: Arc::new(Inner {
                 config,
-                routes,
-                clusters,
+                table: ArcSwap::from_pointee(table),
+                clock: self.clock,
+                reloading: Mutex::new(()),
                 client,
                 h2c,
                 metrics,
+                faults,
+                access_log,
             }),
         })
     }
@@ -122,23 +133,24 @@ impl Proxy {
         ProxyBuilder {
             config,
             clock: SharedClock::monotonic(),
+            fault_seed: None,
         }
     }
 
-    /// The config the proxy runs.
-    pub fn config(&self) -> &ProxyConfig {
-        &self.inner.config
+    /// The config the proxy runs (the last one loaded: reloads replace it).
+    pub fn config(&self) -> Arc<ProxyConfig> {
+        self.inner.table.load().config.clone()
     }
 
     /// The cluster named `name`: its endpoints, their breakers and
     /// outlier state (for an admin view, and for tests).
-    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
-        self.inner.clusters.get(name)
+    pub fn cluster(&self, name: &str) -> Option<Cluster> {
+        self.inner.table.load().clusters.get(name).cloned()
     }
 
     /// The breaker of the route named `name`, if it has one.
-    pub fn route_breaker(&self, name: &str) -> Option<&CircuitBreaker> {
-        self.route(name)?.breaker.as_ref()
+    pub fn route_breaker(&self, name: &str) -> Option<CircuitBreaker> {
+        self.inner.table.load().route(name)?.breaker.clone()
     }
 
     /// The keyed breakers of the route named `name`, if it has a
@@ -147,13 +159,14 @@ impl Proxy {
     pub fn route_breakers(
         &self,
         name: &str,
-    ) -> Option<&tripline::registry::BreakerRegistry<crate::keyed_breaker::BreakerKey>> {
-        Some(&self.route(name)?.guard.keyed_breaker.as_ref()?.registry)
+    ) -> Option<tripline::registry::BreakerRegistry<crate::keyed_breaker::BreakerKey>> {
+        let table = self.inner.table.load();
+        Some(table.route(name)?.guard.keyed_breaker.as_ref()?.registry.clone())
     }
 
     /// The retry budget of the route named `name`.
-    pub fn route_budget(&self, name: &str) -> Option<&RetryBudget> {
-        Some(&self.route(name)?.budget)
+    pub fn route_budget(&self, name: &str) -> Option<RetryBudget> {
+        Some(self.inner.table.load().route(name)?.budget.clone())
     }
 
     /// The exporter holding every route breaker, cluster and retry budget
@@ -162,25 +175,17 @@ impl Proxy {
     pub fn exporter(&self) -> &tripline_prometheus::Exporter {
         self.inner.metrics.exporter()
     }
-
-    fn route(&self, name: &str) -> Option<&Route> {
-        self.inner.routes.iter().find(|r| &*r.name == name)
-    }
 }
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let table = self.inner.table.load();
         f.debug_struct("Proxy")
             .field(
                 "routes",
-                &self
-                    .inner
-                    .routes
-                    .iter()
-                    .map(|r| &*r.name)
-                    .collect::<Vec<_>>(),
+                &table.routes.iter().map(|r| &*r.name).collect::<Vec<_>>(),
             )
-            .field("clusters", &self.inner.clusters.keys().collect::<Vec<_>>())
+            .field("clusters", &table.clusters.keys().collect::<Vec<_>>())
             .finish()
     }
 }

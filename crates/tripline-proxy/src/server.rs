@@ -38,6 +38,10 @@ pub struct Running {
     connections: mpsc::Receiver<()>,
     accept: JoinSet<()>,
     drain_timeout: Duration,
+    /// The proxy served, for [`reload`](Running::reload).
+    pub(crate) proxy: Proxy,
+    /// The access log's writer, finished after the drain.
+    access_log: Option<crate::access_log::Writer>,
 }
 
 /// Serving.
@@ -57,6 +61,7 @@ pub struct Drained {
 impl Proxy {
     /// Binds every listener and starts serving; returns once all are bound.
     pub async fn start(&self) -> io::Result<Running> {
+        let access_log = self.inner.access_log.start_writer().await?;
         let (stop, stop_rx) = watch::channel(RUNNING);
         let (alive, connections) = mpsc::channel(1);
         let mut addrs = Vec::new();
@@ -73,7 +78,7 @@ impl Proxy {
             admin = Some(listener.local_addr()?);
             accept.spawn(crate::admin::accept_loop(
                 listener,
-                self.inner.metrics.handler().clone(),
+                self.inner.clone(),
                 self.inner.config.proxy.header_read_timeout,
                 stop_rx.clone(),
                 alive.clone(),
@@ -86,6 +91,8 @@ impl Proxy {
             connections,
             accept,
             drain_timeout: self.inner.config.proxy.drain_timeout,
+            proxy: self.clone(),
+            access_log,
         })
     }
 }
@@ -112,6 +119,9 @@ impl Running {
             .await
             .is_ok();
         let _ = self.stop.send(CUT);
+        if let Some(writer) = self.access_log.take() {
+            writer.finish().await;
+        }
         Drained { complete }
     }
 

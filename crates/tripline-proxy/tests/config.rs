@@ -161,7 +161,10 @@ fn errors_from_a_file_name_the_file() {
     let e = ProxyConfig::load(&path).unwrap_err();
     let shown = e.to_string();
     assert!(
-        shown.starts_with(&format!("{}: `routes[0].retry.attempts`", path.display())),
+        shown.starts_with(&format!(
+            "{}:11: routes[0].retry.attempts: ",
+            path.display()
+        )),
         "{shown}"
     );
     let e = ProxyConfig::load(&dir.path().join("missing.toml")).unwrap_err();

@@ -1,20 +1,28 @@
-//! Why a config was refused, naming the file and the field.
+//! Why a config was refused, naming the file, the line and the field.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// A config that cannot be used: unreadable, malformed, or contradictory.
 ///
-/// The Display says where to look: `proxy.toml: routes[0].timeout.per_try:
-/// must not exceed timeout.overall (5s > 2s)`.
+/// The Display says where to look, as an editor jumps to it:
+/// `proxy.toml:12: routes[0].timeout.per_try: must not exceed
+/// timeout.overall (5s > 2s)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
     /// The file, when the config came from one.
     pub file: Option<PathBuf>,
+    /// The line (from 1) of the offending key in the text, when the
+    /// config was parsed from text and the key (or its nearest enclosing
+    /// table) is written there; `None` for a default that was never
+    /// written, or a config built in code.
+    pub line: Option<usize>,
+    /// The column (from 1, in characters) of that key.
+    pub column: Option<usize>,
     /// The offending key, dotted (`routes[1].retry.attempts`); empty for
     /// errors of the whole file (unreadable, not TOML).
     pub field: String,
-    /// What is wrong; for parse errors, the parser's message with line and column.
+    /// What is wrong.
     pub message: String,
 }
 
@@ -23,6 +31,8 @@ impl ConfigError {
     pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError {
             file: None,
+            line: None,
+            column: None,
             field: field.into(),
             message: message.into(),
         }
@@ -31,6 +41,8 @@ impl ConfigError {
     pub(crate) fn parse(file: Option<&Path>, message: String) -> Self {
         ConfigError {
             file: file.map(Path::to_path_buf),
+            line: None,
+            column: None,
             field: String::new(),
             message,
         }
@@ -45,17 +57,29 @@ impl ConfigError {
         self.file = Some(file.to_path_buf());
         self
     }
+
+    /// The same error, at `(line, column)` of the text.
+    pub(crate) fn at(mut self, position: Option<(usize, usize)>) -> Self {
+        if let Some((line, column)) = position {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
+    }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(file) = &self.file {
-            write!(f, "{}: ", file.display())?;
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{line}: ", file.display())?,
+            (Some(file), None) => write!(f, "{}: ", file.display())?,
+            (None, Some(line)) => write!(f, "line {line}: ")?,
+            (None, None) => {}
         }
         if self.field.is_empty() {
             write!(f, "{}", self.message.trim_end())
         } else {
-            write!(f, "`{}` {}", self.field, self.message)
+            write!(f, "{}: {}", self.field, self.message)
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct RouteSection {
     pub fallback: Option<FallbackSection>,
     /// gRPC statuses (`grpc-status`) that count as failures.
     pub grpc_failure_codes: GrpcFailureCodes,
+    /// Faults injected into the route's tries, for drills; absent: none.
+    pub fault: Option<super::FaultSection>,
 }
 
 /// What a request must carry for a route to take it. Every field given

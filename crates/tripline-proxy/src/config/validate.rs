@@ -36,6 +36,7 @@ impl ProxyConfig {
                 )
             })?;
         }
+        self.access_log.validate()?;
         let p = &self.proxy;
         if p.drain_timeout.is_zero()
             || p.header_read_timeout.is_zero()
@@ -150,6 +151,10 @@ impl ProxyConfig {
             bulkhead
                 .validate()
                 .map_err(|e| policy_error(&format!("{at}.bulkhead"), &e))?;
+        }
+        if let Some(fault) = &route.fault {
+            let endpoints = self.clusters.get(&route.cluster).map(|c| &c.endpoints[..]);
+            fault.validate(&format!("{at}.fault"), endpoints.unwrap_or_default())?;
         }
         let retry = &route.retry;
         if retry.attempts == 0 {

@@ -5,7 +5,6 @@ use std::time::Duration;
 use http::request::Parts;
 use http::{Request, Response, Uri, header};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tripline::Clock;
 use tripline::cluster::{EndpointId, EndpointOutcome, Lease};
 use tripline::retry::RetryDecision;
@@ -23,7 +22,7 @@ use crate::route::Route;
 pub(super) enum Tried {
     /// The endpoint answered; the lease is settled when the answer's body ends.
     Answered {
-        response: Response<Incoming>,
+        response: Response<ProxyBody>,
         lease: Lease,
         outcome: EndpointOutcome,
     },
@@ -36,7 +35,7 @@ pub(super) enum Tried {
     /// tried: if the retry cannot even be sent (no endpoint left, no time),
     /// the client gets this answer rather than the retry's refusal.
     Settled {
-        response: Response<Incoming>,
+        response: Response<ProxyBody>,
         outcome: EndpointOutcome,
     },
     /// Nothing was sent: no endpoint, or no time left.
@@ -106,7 +105,7 @@ impl Tried {
                 settle_route(outcome);
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
-                Response::from_parts(parts, body.map_err(Into::into).boxed())
+                Response::from_parts(parts, body)
             }
             Tried::Failed { reason, outcome } => {
                 settle_route(outcome);
@@ -194,13 +193,25 @@ pub(super) async fn send(
         UpstreamProtocol::Http1 => &proxy.client,
         UpstreamProtocol::H2c => &proxy.h2c,
     };
-    let sent = client.request(request);
+    let fault = proxy
+        .faults
+        .roll(&route.name, parts, lease.endpoint().address());
+    let sent = async {
+        fault.delay().await;
+        match fault.abort() {
+            Some(answer) => Ok(answer),
+            None => {
+                (client.request(request).await).map(|r| r.map(|b| b.map_err(Into::into).boxed()))
+            }
+        }
+    };
     let result = match limit {
         Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
         None => Ok(sent.await),
     };
     match result {
-        Ok(Ok(response)) => {
+        Ok(Ok(mut response)) => {
+            fault.mark(&mut response);
             let status = response.status().as_u16();
             let outcome = route
                 .guard
@@ -253,7 +264,7 @@ fn earliest_reopening(route: &Route) -> Option<Duration> {
 /// An endpoint that says when to come back (429 or 503 with
 /// `Retry-After`) is left alone until then: its breaker opens until that
 /// instant, on the breaker's own clock.
-fn honour_retry_after(lease: &Lease, response: &Response<Incoming>) {
+fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
     let Some(value) = response
         .headers()
         .get(header::RETRY_AFTER)

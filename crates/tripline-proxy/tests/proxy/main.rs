@@ -3,11 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod access_log;
 mod bad_input;
 mod breaking;
+mod config_errors;
 mod drain;
 mod envoy;
 mod fallbacks;
+mod faults;
 mod grpc;
 mod h2c;
 mod headers;
@@ -18,6 +21,7 @@ mod outlier;
 mod protect_config;
 mod rate_limits;
 mod refusals;
+mod reload;
 mod retries;
 mod scrape;
 mod support;

@@ -192,3 +192,29 @@ pub async fn held_upstream(
     .await;
     (addr, arrivals)
 }
+
+/// An `[admin]` section on a free port, to append to a config.
+pub const ADMIN_SECTION: &str = "\n[admin]\naddress = \"127.0.0.1:0\"\n";
+
+/// A JSON request to the admin listener.
+pub async fn admin_json(admin: SocketAddr, method: &str, path: &str, json: &str) -> Answer {
+    let body = Bytes::from(json.to_owned());
+    send_body(
+        admin,
+        method,
+        path,
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await
+}
+
+/// The value of the metric series whose line starts with `series`, in a
+/// plain-text scrape of the admin listener.
+pub async fn metric(admin: SocketAddr, series: &str) -> Option<f64> {
+    let text = send(admin, "GET", "/metrics", &[("accept", "text/plain")])
+        .await
+        .body;
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}

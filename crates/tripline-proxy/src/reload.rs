@@ -1,0 +1,236 @@
+//! Reloading the config while serving (SIGHUP in `tripline proxy`).
+//!
+//! A new config is validated and built in full before anything changes:
+//! an invalid one changes nothing and the last good config keeps serving.
+//! A valid one replaces routes and clusters as one table, atomically for
+//! new requests (requests in flight finish on the table they started
+//! with). What a breaker has learnt is kept wherever its identity did not
+//! change:
+//!
+//! - a route's breaker, for a route of the same name whose breaker has the
+//!   same name: the same [`CircuitBreaker`](tripline::CircuitBreaker), its
+//!   changed config applied by live reconfiguration (an open breaker stays
+//!   open);
+//! - a cluster of the same name and unchanged config: the same
+//!   [`Cluster`](tripline::cluster::Cluster), with its endpoint breakers and
+//!   outlier state (a changed cluster is rebuilt: the library has no live
+//!   reshaping of a cluster's endpoints);
+//! - a route's retry budget, for a route of the same name and unchanged
+//!   budget config.
+//!
+//! A route's keyed breakers (`breaker_key`: one per tenant, say) and its
+//! rate-limit buckets start afresh: they are rebuilt with the route.
+//!
+//! The exporter follows: sources that went away or were replaced are
+//! unregistered before their successors are registered, so no series is
+//! exported twice and removed routes disappear from the next scrape.
+//! Listeners, the admin listener, `[proxy]` and `[access_log]` are bound or
+//! built at start: a change to them is reported as needing a restart.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, PoisonError};
+
+use tripline_prometheus::{Detail, SourceKind};
+
+use crate::Running;
+use crate::config::{ConfigError, ProxyConfig};
+use crate::proxy::Proxy;
+use crate::table::{Table, build_clusters, build_routes};
+
+/// What a reload changed, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReloadReport {
+    /// Routes the new config added.
+    pub routes_added: Vec<String>,
+    /// Routes the new config no longer has.
+    pub routes_removed: Vec<String>,
+    /// Route breakers whose state carried over (by breaker name).
+    pub breakers_kept: Vec<String>,
+    /// Routes whose retry budget carried over.
+    pub budgets_kept: Vec<String>,
+    /// Clusters kept as they were, endpoint breakers and ejections included.
+    pub clusters_kept: Vec<String>,
+    /// Clusters built anew (new, or their config changed).
+    pub clusters_built: Vec<String>,
+    /// Sections that changed but take effect only on restart
+    /// (`listeners`, `admin`, `proxy`, `access_log`).
+    pub restart_required: Vec<String>,
+}
+
+impl Running {
+    /// Replaces the routes and clusters with those of `config`, keeping
+    /// breaker state where identity did not change; see
+    /// [`Proxy::reload`].
+    pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+        self.proxy.reload(config)
+    }
+}
+
+impl Proxy {
+    /// Replaces the routes and clusters with those of `config` (see the
+    /// module docs for what is kept). An invalid config changes nothing
+    /// and is returned as the error, naming the field.
+    pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+        let result = self.swap(config);
+        match &result {
+            Ok(report) => tracing::info!(?report, "config reloaded"),
+            Err(e) => tracing::warn!(error = %e, "reload refused: the last good config stays"),
+        }
+        result
+    }
+
+    fn swap(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+        config.validate()?;
+        let inner = &self.inner;
+        let _one_at_a_time = inner
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old = inner.table.load_full();
+        let mut report = ReloadReport::default();
+
+        let kept_cluster = &|name: &str| {
+            let same = old.config.clusters.get(name) == config.clusters.get(name);
+            same.then(|| old.clusters.get(name).cloned()).flatten()
+        };
+        let clusters = build_clusters(&config, &inner.clock, kept_cluster)?;
+        let mut routes = build_routes(&config, &clusters, &inner.clock)?;
+        let mut reconfigure = Vec::new();
+        for (route, section) in routes.iter_mut().zip(&config.routes) {
+            let before = old.routes.iter().zip(&old.config.routes);
+            let Some((was, was_section)) = before.clone().find(|(r, _)| r.name == route.name)
+            else {
+                report.routes_added.push(section.name.clone());
+                continue;
+            };
+            if let (Some(fresh), Some(kept)) = (&route.breaker, &was.breaker)
+                && fresh.name() == kept.name()
+            {
+                if fresh.config() != kept.config() {
+                    reconfigure.push((kept.clone(), fresh.config()));
+                }
+                report.breakers_kept.push(kept.name().to_owned());
+                route.breaker = Some(kept.clone());
+            }
+            if section.retry.budget == was_section.retry.budget {
+                route.budget = was.budget.clone();
+                report.budgets_kept.push(section.name.clone());
+            }
+        }
+        // Everything is built; from here on the reload applies. A config
+        // that passed validation is one the breakers accept.
+        for (breaker, new_config) in reconfigure {
+            breaker.reconfigure(new_config).map_err(|e| {
+                ConfigError::invalid(
+                    format!("breaker {}.{}", breaker.name(), e.field),
+                    e.constraint,
+                )
+            })?;
+        }
+        for name in config.clusters.keys() {
+            match kept_cluster(name) {
+                Some(_) => report.clusters_kept.push(name.clone()),
+                None => report.clusters_built.push(name.clone()),
+            }
+        }
+        let names: BTreeSet<&str> = routes.iter().map(|r| &*r.name).collect();
+        for r in &old.routes {
+            if !names.contains(&*r.name) {
+                report.routes_removed.push(r.name.to_string());
+                inner.metrics.forget_route(&r.name);
+            }
+        }
+        self.follow_in_exporter(&old, &routes, &clusters, &report);
+        let counters = inner.metrics.route_counters(&routes);
+        report.restart_required = restart_required(&inner.config, &config);
+        inner.faults.configure(&config);
+        inner.table.store(Arc::new(Table {
+            config: Arc::new(config),
+            routes,
+            clusters,
+            counters,
+        }));
+        Ok(report)
+    }
+
+    /// Unregisters what the reload dropped or replaced, then registers
+    /// what it built anew. A refusal (a name another source holds) is
+    /// logged: the proxy serves the new config regardless.
+    fn follow_in_exporter(
+        &self,
+        old: &Table,
+        routes: &[crate::route::Route],
+        clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
+        report: &ReloadReport,
+    ) {
+        let exporter = self.inner.metrics.exporter();
+        let kept_breaker = |name: &str| report.breakers_kept.iter().any(|k| k == name);
+        let kept_budget = |route: &str| report.budgets_kept.iter().any(|k| k == route);
+        let kept_cluster = |name: &str| report.clusters_kept.iter().any(|k| k == name);
+        for r in &old.routes {
+            if let Some(b) = &r.breaker
+                && !kept_breaker(b.name())
+            {
+                exporter.unregister(SourceKind::Breaker, b.name());
+            }
+            if !kept_budget(&r.name) {
+                exporter.unregister(SourceKind::Budget, &r.name);
+            }
+            // Keyed breakers start afresh on a reload (a registry of
+            // per-tenant breakers is rebuilt with the route).
+            if let Some(keyed) = &r.guard.keyed_breaker {
+                exporter.unregister(SourceKind::Registry, keyed.registry.family());
+            }
+        }
+        for name in old.clusters.keys() {
+            if !kept_cluster(name) {
+                exporter.unregister(SourceKind::Cluster, name);
+            }
+        }
+        let mut refused = Vec::new();
+        for (name, cluster) in clusters {
+            if !kept_cluster(name) {
+                refused.extend(exporter.register_cluster(cluster, Detail::Full).err());
+            }
+        }
+        for r in routes {
+            if let Some(b) = &r.breaker
+                && !kept_breaker(b.name())
+            {
+                refused.extend(exporter.register_breaker(b, Detail::Full).err());
+            }
+            if !kept_budget(&r.name) {
+                refused.extend(exporter.register_budget(&r.name, &r.budget).err());
+            }
+            if let Some(keyed) = &r.guard.keyed_breaker {
+                refused.extend(
+                    exporter
+                        .register_registry(&keyed.registry, Detail::Aggregate)
+                        .err(),
+                );
+            }
+        }
+        for e in refused {
+            tracing::warn!(error = %e, "reload: a source could not be exported");
+        }
+    }
+}
+
+/// The sections that differ from the running ones but are only read at start.
+fn restart_required(running: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
+    let mut changed = Vec::new();
+    if running.listeners != new.listeners {
+        changed.push("listeners".to_owned());
+    }
+    if running.admin != new.admin {
+        changed.push("admin".to_owned());
+    }
+    if running.proxy != new.proxy {
+        changed.push("proxy".to_owned());
+    }
+    if running.access_log != new.access_log {
+        changed.push("access_log".to_owned());
+    }
+    changed
+}

@@ -1,0 +1,81 @@
+//! What a reload replaces as one: the config's routes and clusters, and
+//! the counters of those routes. Requests load the table once and use that
+//! one to the end, so a reload never shows a request half of each.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tripline::clock::SharedClock;
+use tripline::cluster::Cluster;
+
+use crate::config::{ConfigError, ProxyConfig};
+use crate::fallback::RouteFallback;
+use crate::metrics::RouteCounters;
+use crate::route::Route;
+
+/// Routes and clusters of one config.
+pub(crate) struct Table {
+    pub(crate) config: Arc<ProxyConfig>,
+    pub(crate) routes: Vec<Route>,
+    pub(crate) clusters: BTreeMap<String, Cluster>,
+    /// One per route, in route order.
+    pub(crate) counters: Vec<RouteCounters>,
+}
+
+impl Table {
+    /// The route named `name`.
+    pub(crate) fn route(&self, name: &str) -> Option<&Route> {
+        self.routes.iter().find(|r| &*r.name == name)
+    }
+}
+
+/// Builds every cluster of `config` on `clock`, taking the one `keep`
+/// gives for a name instead when it gives one (a reload keeps a cluster
+/// whose config did not change, with its endpoint breakers and outlier
+/// state).
+pub(crate) fn build_clusters(
+    config: &ProxyConfig,
+    clock: &SharedClock,
+    keep: impl Fn(&str) -> Option<Cluster>,
+) -> Result<BTreeMap<String, Cluster>, ConfigError> {
+    let mut clusters = BTreeMap::new();
+    for (name, section) in &config.clusters {
+        let cluster = match keep(name) {
+            Some(kept) => kept,
+            None => Cluster::builder()
+                .config(section.to_library(name))
+                .clock(clock.clone())
+                .build()
+                .map_err(|e| {
+                    ConfigError::invalid(format!("clusters.{name}.{}", e.field), e.constraint)
+                })?,
+        };
+        clusters.insert(name.clone(), cluster);
+    }
+    Ok(clusters)
+}
+
+/// Builds every route of `config` over `clusters`, with fresh policies.
+pub(crate) fn build_routes(
+    config: &ProxyConfig,
+    clusters: &BTreeMap<String, Cluster>,
+    clock: &SharedClock,
+) -> Result<Vec<Route>, ConfigError> {
+    let mut routes = Vec::with_capacity(config.routes.len());
+    for (i, section) in config.routes.iter().enumerate() {
+        let at = format!("routes[{i}]");
+        let cluster = clusters
+            .get(&section.cluster)
+            .cloned()
+            .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
+        let protocol = config
+            .clusters
+            .get(&section.cluster)
+            .map(|c| c.protocol)
+            .unwrap_or_default();
+        let mut route = Route::build(&at, section, cluster, protocol, clock)?;
+        route.guard.fallback = RouteFallback::build(&at, section, config, clusters, clock)?;
+        routes.push(route);
+    }
+    Ok(routes)
+}
