@@ -15,7 +15,7 @@
 //!   [`EtcdSource`] (a key watched through etcd's v3 JSON gateway, resumed
 //!   from the last revision after a disconnect, with a leased status key per
 //!   instance).
-//! - [`ConfigMetrics`]: `tripline_config_applied_total{source}`,
+//! - [`ConfigMetrics`] counts `tripline_config_applied_total{source}`,
 //!   `tripline_config_rejected_total{source}`, `tripline_config_version`.
 //!
 //! # Why etcd's JSON gateway and not `etcd-client`

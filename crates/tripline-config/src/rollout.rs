@@ -5,7 +5,11 @@
 //! id, so every instance decides alone, the same way on every restart and
 //! every version, with no coordinator: [`canary_bucket`] is 64-bit FNV-1a
 //! over the id's UTF-8 bytes (offset basis `0xcbf29ce484222325`, prime
-//! `0x100000001b3`), reduced to 0.00–99.99 as `hash % 10_000 / 100`. An
+//! `0x100000001b3`), passed through MurmurHash3's 64-bit finaliser
+//! (`fmix64`), reduced to 0.00–99.99 as `hash % 10_000 / 100`. The
+//! finaliser matters: FNV-1a alone leaves the low decimal digits of
+//! sequential ids (`web-1`, `web-2`, …) correlated, and a 10 % rollout of
+//! `instance-000`…`instance-199` picked 27 instead of about 20. An
 //! instance is a canary for `percent` when its bucket is below `percent`,
 //! so raising the percentage only ever adds canaries.
 
@@ -82,7 +86,17 @@ impl Rollout {
 /// The instance's stable position, 0.00–99.99, in every rollout (see the
 /// module docs for the exact hash).
 pub fn canary_bucket(instance: &str) -> f64 {
-    (fnv1a(instance.as_bytes()) % 10_000) as f64 / 100.0
+    (fmix64(fnv1a(instance.as_bytes())) % 10_000) as f64 / 100.0
+}
+
+/// MurmurHash3's 64-bit finaliser: every input bit flips about half the
+/// output bits.
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
 }
 
 /// 64-bit FNV-1a: tiny, keyless and fixed forever, so every process and

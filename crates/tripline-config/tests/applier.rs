@@ -1,6 +1,9 @@
 //! The applier: documents accepted or refused whole, state kept, audit,
 //! rollback, overrides and metrics.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::{Arc, Mutex};

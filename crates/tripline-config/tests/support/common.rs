@@ -1,6 +1,6 @@
 //! Helpers shared by the tests: documents in the library vocabulary.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // shared by several tests; they fail loudly
 
 /// One breaker table: a 10-call window, so tests trip it with a few calls.
 pub fn breaker(name: &str, minimum_calls: u32, failure_rate: f64) -> String {
