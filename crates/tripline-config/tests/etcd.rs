@@ -101,7 +101,10 @@ async fn etcd_pushes_apply_live_and_survive_an_etcd_restart() {
     let mut status = Vec::new();
     for _ in 0..50 {
         status = fleet_status(&gateway, PREFIX).await.unwrap();
-        if status.first().is_some_and(|s| s.last_error.is_some()) {
+        if status
+            .first()
+            .is_some_and(|s| s.last_error.as_deref().is_some_and(|e| e.contains("UTF-8")))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
