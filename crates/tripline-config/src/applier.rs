@@ -10,27 +10,33 @@
 //! see), a `tracing` warning naming breaker and field, and a count in
 //! `tripline_config_rejected_total`.
 //!
+//! A document names the breakers it configures: one it adds is built on
+//! the applier's clock; one it leaves out keeps running on its last
+//! config (callers may hold handles to it, so it is never torn down), and
+//! the same holds for a rollback to a version from before that breaker.
+//!
 //! Pushed config never touches a breaker's state, so an operator's
 //! force-open stays in force through any number of pushes until
 //! [`Applier::clear_override`] ends it.
 
+mod builder;
 mod install;
 mod managed;
+mod operator;
 mod rollout_run;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tripline::CircuitBreaker;
 use tripline::clock::SharedClock;
-use tripline::{CallError, CircuitBreaker, Clock, Outcome};
 
 use crate::audit::{AuditLog, AuditRecord};
 use crate::document::{Document, DocumentError};
 use crate::metrics::ConfigMetrics;
 use crate::rollout::TrafficSample;
+pub use builder::ApplierBuilder;
 use managed::{Managed, Twin};
 pub use rollout_run::RolloutPhase;
 use rollout_run::RolloutRun;
@@ -136,85 +142,6 @@ struct Core {
     pending: Vec<AuditRecord>,
 }
 
-/// Builds an [`Applier`].
-#[derive(Default)]
-pub struct ApplierBuilder {
-    instance: Option<String>,
-    clock: Option<SharedClock>,
-    metrics: Option<ConfigMetrics>,
-    audit: Option<AuditLog>,
-    breakers: Vec<CircuitBreaker>,
-}
-
-impl ApplierBuilder {
-    /// The instance id that places this instance in rollouts (default `"local"`).
-    pub fn instance_id(mut self, id: impl Into<String>) -> Self {
-        self.instance = Some(id.into());
-        self
-    }
-
-    /// The clock for new breakers, twins and rollout steps (tests: `ManualClock`).
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
-
-    /// Counts into these metrics (register them with [`ConfigMetrics::register`]).
-    pub fn metrics(mut self, metrics: ConfigMetrics) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
-    /// Keeps at most `capacity` audit records in memory (default 256).
-    pub fn audit_capacity(mut self, capacity: usize) -> Self {
-        self.audit = Some(AuditLog::new(capacity));
-        self
-    }
-
-    /// Mirrors the audit log to a JSON-lines file.
-    pub fn audit_file(mut self, path: &Path) -> std::io::Result<Self> {
-        let log = self.audit.take().unwrap_or_else(|| AuditLog::new(256));
-        self.audit = Some(log.with_file(path)?);
-        Ok(self)
-    }
-
-    /// Manages a breaker built elsewhere: documents naming it reconfigure
-    /// it in place.
-    pub fn manage(mut self, breaker: CircuitBreaker) -> Self {
-        self.breakers.push(breaker);
-        self
-    }
-
-    /// The applier, at version 0 with the managed breakers as they are.
-    pub fn build(self) -> Applier {
-        let breakers = self
-            .breakers
-            .into_iter()
-            .map(|b| (b.name().to_owned(), Managed::new(b)))
-            .collect();
-        Applier {
-            shared: Arc::new(Shared {
-                instance: self.instance.unwrap_or_else(|| "local".to_owned()),
-                clock: self.clock.unwrap_or_else(SharedClock::monotonic),
-                metrics: self.metrics.unwrap_or_default(),
-                core: Mutex::new(Core {
-                    breakers,
-                    version: 0,
-                    revision: None,
-                    audit: self.audit.unwrap_or_else(|| AuditLog::new(256)),
-                    rollout: None,
-                    canary: false,
-                    last_error: None,
-                    fleet: None,
-                    pending: Vec::new(),
-                }),
-                twins: RwLock::new(BTreeMap::new()),
-                listeners: Mutex::new(Vec::new()),
-            }),
-        }
-    }
-}
-
 impl Applier {
     /// A builder.
     pub fn builder() -> ApplierBuilder {
@@ -279,79 +206,6 @@ impl Applier {
     /// rolled back, rollout steps), after the applier's lock is released.
     pub fn subscribe(&self, f: impl Fn(&AuditRecord) + Send + Sync + 'static) {
         lock(&self.shared.listeners).push(Arc::new(f));
-    }
-
-    /// Forces `name` open as an operator override: pushed configs keep
-    /// changing its thresholds but never its state, until
-    /// [`clear_override`](Self::clear_override).
-    pub fn force_open(&self, name: &str) -> Result<(), ApplyError> {
-        let mut core = self.core();
-        let managed = core
-            .breakers
-            .get_mut(name)
-            .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed.breaker.force_open();
-        managed.overridden = true;
-        Ok(())
-    }
-
-    /// Ends an operator override: the breaker resets to automatic operation.
-    pub fn clear_override(&self, name: &str) -> Result<(), ApplyError> {
-        let mut core = self.core();
-        let managed = core
-            .breakers
-            .get_mut(name)
-            .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed.breaker.reset();
-        managed.overridden = false;
-        Ok(())
-    }
-
-    /// The breakers under an operator override.
-    pub fn overrides(&self) -> Vec<String> {
-        let core = self.core();
-        core.breakers
-            .iter()
-            .filter(|(_, m)| m.overridden)
-            .map(|(n, _)| n.clone())
-            .collect()
-    }
-
-    /// Feeds one outcome of breaker `name` to its shadow twin, if a rollout
-    /// is shadowing it (a no-op otherwise). Call it with every outcome the
-    /// live breaker records, or use [`call`](Self::call), which does.
-    pub fn observe(&self, name: &str, outcome: Outcome, elapsed: Duration) {
-        let twins = self
-            .shared
-            .twins
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(twin) = twins.get(name) {
-            twin.observe(outcome, elapsed);
-        }
-    }
-
-    /// Runs `f` through `breaker` and feeds the outcome to its shadow twin.
-    /// Calls the live breaker rejects never reach the twin: there is no
-    /// outcome to judge.
-    pub fn call<T, E>(
-        &self,
-        breaker: &CircuitBreaker,
-        f: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, CallError<E>> {
-        let clock = breaker.clock();
-        let start = clock.now();
-        let result = breaker.call(f);
-        let elapsed = clock
-            .now()
-            .as_duration()
-            .saturating_sub(start.as_duration());
-        match &result {
-            Ok(_) => self.observe(breaker.name(), Outcome::Success, elapsed),
-            Err(CallError::Inner(_)) => self.observe(breaker.name(), Outcome::Failure, elapsed),
-            Err(CallError::Rejected(_)) => {}
-        }
-        result
     }
 
     /// This instance's status, as reported to the fleet.

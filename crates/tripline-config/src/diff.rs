@@ -27,6 +27,18 @@ pub struct FieldChange {
 
 /// The fields that differ between `old` and `new` for breaker `breaker`
 /// (`old = None` for a breaker the document adds).
+///
+/// ```
+/// use tripline::CircuitBreakerConfig;
+/// use tripline_config::diff_configs;
+///
+/// let old = CircuitBreakerConfig::default();
+/// let new = CircuitBreakerConfig { minimum_calls: 50, ..old.clone() };
+/// let changes = diff_configs("payments", Some(&old), &new);
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!(changes[0].field, "minimum_calls");
+/// assert_eq!((changes[0].old.as_deref(), changes[0].new.as_deref()), (Some("20"), Some("50")));
+/// ```
 pub fn diff_configs(
     breaker: &str,
     old: Option<&CircuitBreakerConfig>,

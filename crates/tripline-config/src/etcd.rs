@@ -35,6 +35,14 @@ pub use status::{document_at, fleet_status, push_document};
 use crate::applier::Applier;
 
 /// Where and how often an [`EtcdSource`] talks to etcd.
+///
+/// ```
+/// use tripline_config::EtcdOptions;
+///
+/// let options = EtcdOptions::new("http://127.0.0.1:2379", "/tripline/payments/");
+/// assert_eq!(options.config_key(), "/tripline/payments/config");
+/// assert_eq!(options.status_key("web-1"), "/tripline/payments/status/web-1");
+/// ```
 #[derive(Clone, Debug)]
 pub struct EtcdOptions {
     /// The gateway endpoint, `http://127.0.0.1:2379`.
@@ -82,6 +90,17 @@ pub(crate) fn status_prefix(prefix: &str) -> String {
 }
 
 /// The running watch and status tasks; dropping it stops both.
+///
+/// ```no_run
+/// # async fn run() {
+/// use tripline_config::{Applier, EtcdOptions, EtcdSource};
+///
+/// let applier = Applier::builder().instance_id("web-1").build();
+/// let _etcd = EtcdSource::spawn(applier.clone(),
+///                               EtcdOptions::new("http://127.0.0.1:2379", "/tripline"));
+/// // ... breakers follow `/tripline/config` until `_etcd` is dropped.
+/// # }
+/// ```
 pub struct EtcdSource {
     watch: JoinHandle<()>,
     status: JoinHandle<()>,

@@ -15,6 +15,18 @@ use prometheus_client::registry::Registry;
 type SourceLabels = Vec<(String, String)>;
 
 /// The config metrics; cheap to clone (the values are shared).
+///
+/// ```
+/// use prometheus_client::registry::Registry;
+/// use tripline_config::{Applier, ConfigMetrics, Origin};
+///
+/// let metrics = ConfigMetrics::default();
+/// let mut registry = Registry::default(); // the one the exporter is in
+/// metrics.register(&mut registry);
+/// let applier = Applier::builder().metrics(metrics.clone()).build();
+/// let _ = applier.apply(b"[[breaker]]\nname = \"\"\n", Origin::new("api", None));
+/// assert_eq!(metrics.rejected_count("api"), 1);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ConfigMetrics {
     applied: Family<SourceLabels, Counter>,

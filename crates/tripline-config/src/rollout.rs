@@ -112,6 +112,16 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Cumulative traffic counts of an instance's breakers, reported in its
 /// status so canaries can compare themselves with the rest of the fleet.
+///
+/// ```
+/// use tripline_config::TrafficSample;
+///
+/// let start = TrafficSample { requests: 100, rejected: 0, trips: 0 };
+/// let now = TrafficSample { requests: 300, rejected: 50, trips: 1 };
+/// let bake = now.since(&start);
+/// assert_eq!(bake.rejection_rate(), 0.25);
+/// assert_eq!(bake.trip_rate(), 0.005);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrafficSample {
     /// Calls asked for (admitted or rejected).

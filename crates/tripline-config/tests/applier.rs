@@ -255,13 +255,19 @@ fn an_operator_override_outlives_pushed_configs_until_cleared() {
 }
 
 #[test]
-fn the_metrics_are_exposed_through_a_prometheus_registry() {
+fn the_metrics_are_exposed_beside_the_exporters_in_one_registry() {
     let metrics = ConfigMetrics::default();
+    let exporter = tripline_prometheus::Exporter::default();
     let mut registry = Registry::default();
+    registry.register_collector(Box::new(exporter.clone()));
     metrics.register(&mut registry);
     let applier = Applier::builder().metrics(metrics).build();
     applier
         .apply(doc("", "a", 4, 0.5).as_bytes(), Origin::new("etcd", None))
+        .unwrap();
+    let breaker = applier.breaker("a").unwrap();
+    exporter
+        .register_breaker(&breaker, tripline_prometheus::Detail::Essential)
         .unwrap();
     let _ = applier.apply(b"[[breaker]]\nname = \"\"\n", Origin::new("etcd", None));
     let mut text = String::new();
@@ -275,4 +281,9 @@ fn the_metrics_are_exposed_through_a_prometheus_registry() {
         "{text}"
     );
     assert!(text.contains("tripline_config_version 1"), "{text}");
+    // Beside the breakers' own series, in one exposition.
+    assert!(
+        text.contains("tripline_breaker_state_code{name=\"a\"} 0"),
+        "{text}"
+    );
 }
