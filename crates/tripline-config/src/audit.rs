@@ -57,6 +57,18 @@ pub enum AuditAction {
     BakeCompleted,
 }
 
+impl AuditAction {
+    /// Whether the record's document became the one in force.
+    pub fn installs(&self) -> bool {
+        matches!(
+            self,
+            AuditAction::Applied
+                | AuditAction::RolledBack { .. }
+                | AuditAction::AutoRolledBack { .. }
+        )
+    }
+}
+
 /// One entry of the audit log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -129,11 +141,13 @@ impl AuditLog {
     }
 
     /// The document that was in force as `version`, if still in the ring.
+    /// Only records that installed a document count: a rollout's shadow
+    /// record carries the document it trials, which was never in force.
     pub fn document(&self, version: u64) -> Option<&Document> {
         self.records
             .iter()
             .rev()
-            .find(|r| r.version == version && r.document.is_some())
-            .and_then(|r| r.document.as_ref())
+            .filter(|r| r.version == version && r.action.installs())
+            .find_map(|r| r.document.as_ref())
     }
 }

@@ -228,3 +228,20 @@ fn the_canary_hash_is_pinned_so_every_version_picks_the_same_instances() {
     assert_eq!(canary_bucket("instance-000"), 61.7);
     assert_eq!(canary_bucket(""), 43.42);
 }
+
+#[test]
+fn rolling_back_during_a_shadow_restores_the_config_in_force_not_the_trial() {
+    let clock = ManualClock::new();
+    let applier = lax(&clock, "web-1");
+    let plan = "rollout = { percent = 100, shadow = \"60s\", bake = \"5m\" }";
+    applier
+        .apply(doc(plan, "a", 4, 0.3).as_bytes(), etcd())
+        .unwrap();
+    let record = applier.rollback(1).unwrap();
+    assert_eq!(record.action, AuditAction::RolledBack { to: 1 });
+    assert_eq!(applier.rollout_phase(), None, "the rollback ends the trial");
+    assert_eq!(applier.breaker("a").unwrap().config().minimum_calls, 10);
+    clock.advance(Duration::from_secs(120));
+    assert_eq!(applier.tick(), None);
+    assert_eq!(applier.breaker("a").unwrap().config().minimum_calls, 10);
+}

@@ -40,12 +40,18 @@ async fn report(
     gateway.put(key, &status, *lease).await?;
     if applier.needs_fleet_sample() {
         let mut fleet = TrafficSample::default();
+        let mut peers = 0;
         for peer in fleet_status(gateway, &options.prefix).await? {
             if !peer.canary && peer.instance != applier.instance_id() {
                 fleet.add(&peer.sample);
+                peers += 1;
             }
         }
-        applier.set_fleet_sample(fleet);
+        // With no non-canary peer there is nothing to compare with: an
+        // empty sum would make any rejection look worse than the fleet.
+        if peers > 0 {
+            applier.set_fleet_sample(fleet);
+        }
     }
     Ok(())
 }
