@@ -174,7 +174,10 @@ impl Applier {
 
     /// The breaker `name`, if a document or the builder provided it.
     pub fn breaker(&self, name: &str) -> Option<CircuitBreaker> {
-        self.core().breakers.get(name).map(|m| m.breaker.clone())
+        self.core()
+            .breakers
+            .get(name)
+            .and_then(|m| m.breaker().cloned())
     }
 
     /// The names of the owned breakers.

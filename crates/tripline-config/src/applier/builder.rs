@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
-use tripline::CircuitBreaker;
 use tripline::clock::SharedClock;
+use tripline::registry::RegistryKey;
+use tripline::{BreakerRegistry, CircuitBreaker};
 
 use super::{Applier, Core, Managed, Shared};
 use crate::audit::AuditLog;
@@ -20,6 +21,7 @@ pub struct ApplierBuilder {
     metrics: Option<ConfigMetrics>,
     audit: Option<AuditLog>,
     breakers: Vec<CircuitBreaker>,
+    families: Vec<(String, Managed)>,
 }
 
 impl ApplierBuilder {
@@ -61,12 +63,24 @@ impl ApplierBuilder {
         self
     }
 
+    /// Manages a registry family: a document table named like the family
+    /// reconfigures every breaker on its template, present and future,
+    /// keeping their state (per-key overrides keep theirs). Shadow twins
+    /// judge single breakers only: a family's keys each see their own
+    /// traffic, which one twin could not reproduce.
+    pub fn manage_family<K: RegistryKey>(mut self, registry: BreakerRegistry<K>) -> Self {
+        self.families
+            .push((registry.family().to_owned(), Managed::family(registry)));
+        self
+    }
+
     /// The applier, at version 0 with the managed breakers as they are.
     pub fn build(self) -> Applier {
         let breakers = self
             .breakers
             .into_iter()
             .map(|b| (b.name().to_owned(), Managed::new(b)))
+            .chain(self.families)
             .collect();
         Applier {
             shared: Arc::new(Shared {

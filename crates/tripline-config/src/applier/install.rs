@@ -83,23 +83,25 @@ impl Applier {
                 Err(e) => return Err(self.refuse(core, origin, invalid(&config.name, e))),
             }
         }
-        let mut changed: Vec<(CircuitBreaker, CircuitBreakerConfig)> = Vec::new();
+        let mut changed: Vec<(&str, CircuitBreakerConfig)> = Vec::new();
         for config in &doc.breakers {
             let Some(managed) = core.breakers.get(&config.name) else {
                 continue;
             };
-            let old = managed.breaker.config();
+            let old = managed.config();
             if old == *config {
                 continue;
             }
-            if let Err(e) = managed.breaker.reconfigure(config.clone()) {
-                for (breaker, old) in changed {
-                    // The old config was in force a moment ago: it validates.
-                    let _ = breaker.reconfigure(old);
+            if let Err(e) = managed.reconfigure(config.clone()) {
+                for (name, old) in changed {
+                    if let Some(managed) = core.breakers.get(name) {
+                        // The old config was in force a moment ago: it validates.
+                        let _ = managed.reconfigure(old);
+                    }
                 }
                 return Err(self.refuse(core, origin, invalid(&config.name, e)));
             }
-            changed.push((managed.breaker.clone(), old));
+            changed.push((&config.name, old));
         }
         for breaker in fresh {
             core.breakers
@@ -179,7 +181,7 @@ pub(super) fn changes_of(core: &Core, doc: &Document) -> Vec<FieldChange> {
     doc.breakers
         .iter()
         .flat_map(|new| {
-            let old = core.breakers.get(&new.name).map(|m| m.breaker.config());
+            let old = core.breakers.get(&new.name).map(Managed::config);
             diff_configs(&new.name, old.as_ref(), new)
         })
         .collect()

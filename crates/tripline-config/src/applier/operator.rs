@@ -17,7 +17,7 @@ impl Applier {
             .breakers
             .get_mut(name)
             .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed.breaker.force_open();
+        managed_breaker(managed, name)?.force_open();
         managed.overridden = true;
         Ok(())
     }
@@ -29,7 +29,7 @@ impl Applier {
             .breakers
             .get_mut(name)
             .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed.breaker.reset();
+        managed_breaker(managed, name)?.reset();
         managed.overridden = false;
         Ok(())
     }
@@ -80,4 +80,17 @@ impl Applier {
         }
         result
     }
+}
+
+/// The breaker of a single-breaker target; a family's breakers are the
+/// registry's to hand out (and keep their state through pushes the same way).
+fn managed_breaker<'a>(
+    managed: &'a super::Managed,
+    name: &str,
+) -> Result<&'a CircuitBreaker, ApplyError> {
+    managed.breaker().ok_or_else(|| {
+        ApplyError::UnknownBreaker(format!(
+            "{name} (a registry family: override its breakers through the registry)"
+        ))
+    })
 }

@@ -116,7 +116,11 @@ impl Applier {
         let changes = changes_of(core, &doc);
         let mut twins = std::collections::BTreeMap::new();
         for config in &doc.breakers {
-            if changes.iter().any(|c| c.breaker == config.name) {
+            let single = core
+                .breakers
+                .get(&config.name)
+                .is_none_or(|m| m.breaker().is_some());
+            if single && changes.iter().any(|c| c.breaker == config.name) {
                 // Validated with the document: building cannot fail.
                 if let Ok(twin) = Twin::new(config.clone(), self.shared.clock.clone()) {
                     twins.insert(config.name.clone(), twin);
@@ -213,7 +217,7 @@ impl Applier {
             .doc
             .breakers
             .iter()
-            .filter_map(|c| core.breakers.get(&c.name).map(|m| m.breaker.config()))
+            .filter_map(|c| core.breakers.get(&c.name).map(|m| m.config()))
             .collect();
         let start_self = core.sample();
         let start_fleet = core.fleet;
