@@ -7,8 +7,9 @@
 //! - [`Document`]: the breakers' configs in the library's own vocabulary
 //!   (`[[breaker]]` tables of [`tripline::CircuitBreakerConfig`]), plus an
 //!   optional [`Rollout`] and `author`/`comment`.
-//! - [`Applier`]: owns named breakers (and `BreakerRegistry` families) and applies documents — accepted or
-//!   refused whole, never rule by rule — with an [`AuditLog`],
+//! - [`Applier`]: owns named breakers (and `BreakerRegistry` families)
+//!   and applies documents — accepted or refused whole, never rule by
+//!   rule — with an [`AuditLog`],
 //!   [`Applier::rollback`], operator overrides that pushed config never
 //!   undoes, and the rollout's shadow → canary → bake steps.
 //! - Sources: [`FileSource`] (watched with `notify`, debounced) and

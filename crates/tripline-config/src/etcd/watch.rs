@@ -21,9 +21,14 @@ pub(super) async fn run(gateway: Gateway, applier: Applier, options: EtcdOptions
     let mut backoff = BACKOFF_START;
     loop {
         let result = match seen {
-            None => read_current(&gateway, &applier, &key).await.map(|rev| {
-                seen = Some(rev);
-            }),
+            None => match read_current(&gateway, &applier, &key).await {
+                Ok(rev) => {
+                    // Read: follow from here at once.
+                    seen = Some(rev);
+                    continue;
+                }
+                Err(e) => Err(e),
+            },
             Some(rev) => follow(&gateway, &applier, &key, rev, &mut seen, &mut backoff).await,
         };
         match result {
