@@ -103,8 +103,12 @@ impl FileReader {
             *last = Some(hash);
         }
         let origin = Origin::new("file", Some(format!("{hash:016x}")));
-        // Refusals are audited, logged and counted by the applier.
-        let _ = self.applier.apply(&bytes, origin);
+        // Refusals are audited and counted by the applier; the log line
+        // here adds which file to fix.
+        if let Err(e) = self.applier.apply(&bytes, origin) {
+            tracing::warn!(path = %self.path.display(), error = %e,
+                "tripline-config: config file refused, last good config kept");
+        }
     }
 }
 
