@@ -4,6 +4,7 @@
 //! fails validation), 1 on any other error.
 
 mod check;
+mod config_cmd;
 mod demo;
 mod kind;
 mod proxy;
@@ -39,6 +40,8 @@ enum Command {
     /// budgets and outlier detection from a config file; drains on
     /// SIGTERM or Ctrl-C.
     Proxy(proxy::ProxyArgs),
+    /// The fleet's dynamic config in etcd: status, push, rollback.
+    Config(config_cmd::ConfigArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Proxy(args) => proxy::run(&args),
+        Command::Config(args) => config_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,157 @@
+//! `tripline config …`: the fleet's dynamic config in etcd, from the
+//! operator's side.
+//!
+//! - `status` lists every live instance's leased status key: the config
+//!   version and etcd revision it applied, whether it is a canary of the
+//!   current rollout, and its last refusal — how far a rollout has reached.
+//! - `push FILE` validates a document exactly as every instance will,
+//!   and writes it only if it passes: a typo is caught here, not refused
+//!   by the whole fleet.
+//! - `rollback --revision R` pushes again the document etcd held at
+//!   revision R (etcd keeps history until compaction), so the whole fleet
+//!   rolls back, audited as a new change.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use tripline_config::Document;
+use tripline_config::etcd::{Gateway, document_at, fleet_status, push_document};
+
+use crate::CliError;
+
+/// Options of `tripline config`.
+#[derive(Args, Debug)]
+pub(crate) struct ConfigArgs {
+    /// etcd's client URL (its v3 JSON gateway), e.g. http://127.0.0.1:2379.
+    #[arg(long, global = true, default_value = "http://127.0.0.1:2379")]
+    etcd: String,
+    /// The fleet's key prefix: the document is `<prefix>/config`, statuses
+    /// `<prefix>/status/<instance>`.
+    #[arg(long, global = true, default_value = "/tripline")]
+    prefix: String,
+    #[command(subcommand)]
+    action: ConfigAction,
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigAction {
+    /// Show every instance's applied version, canary flag and last error.
+    Status,
+    /// Validate a document (TOML or JSON) and write it to etcd if it passes.
+    Push {
+        /// The document.
+        file: PathBuf,
+    },
+    /// Push again the document etcd held at an earlier revision.
+    Rollback {
+        /// The etcd revision to restore (see `status`'s REVISION column).
+        #[arg(long)]
+        revision: i64,
+    },
+}
+
+pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::other(format!("cannot start the runtime: {e}")))?;
+    let gateway = Gateway::new(args.etcd.clone(), Duration::from_secs(5));
+    runtime.block_on(async {
+        match &args.action {
+            ConfigAction::Status => status(&gateway, &args.prefix).await,
+            ConfigAction::Push { file } => push(&gateway, &args.prefix, file).await,
+            ConfigAction::Rollback { revision } => {
+                rollback(&gateway, &args.prefix, *revision).await
+            }
+        }
+    })
+}
+
+async fn status(gateway: &Gateway, prefix: &str) -> Result<(), CliError> {
+    let fleet = fleet_status(gateway, prefix)
+        .await
+        .map_err(|e| CliError::other(e.to_string()))?;
+    if fleet.is_empty() {
+        println!("no instance reports under {prefix}/status/");
+        return Ok(());
+    }
+    let width = fleet
+        .iter()
+        .map(|s| s.instance.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    println!(
+        "{:<width$}  {:>7}  {:>8}  {:<6}  {:<6}  LAST ERROR",
+        "INSTANCE", "VERSION", "REVISION", "CANARY", "PHASE"
+    );
+    for s in &fleet {
+        println!(
+            "{:<width$}  {:>7}  {:>8}  {:<6}  {:<6}  {}",
+            s.instance,
+            s.version,
+            s.revision.as_deref().unwrap_or("-"),
+            if s.canary { "yes" } else { "no" },
+            s.phase.as_deref().unwrap_or("-"),
+            s.last_error.as_deref().unwrap_or("-"),
+        );
+    }
+    let canaries = fleet.iter().filter(|s| s.canary).count();
+    println!(
+        "{} instance(s), {canaries} canary, versions {}",
+        fleet.len(),
+        version_range(&fleet)
+    );
+    Ok(())
+}
+
+fn version_range(fleet: &[tripline_config::InstanceStatus]) -> String {
+    let min = fleet.iter().map(|s| s.version).min().unwrap_or(0);
+    let max = fleet.iter().map(|s| s.version).max().unwrap_or(0);
+    if min == max {
+        min.to_string()
+    } else {
+        format!("{min}–{max}")
+    }
+}
+
+async fn push(gateway: &Gateway, prefix: &str, file: &PathBuf) -> Result<(), CliError> {
+    let path = file.display();
+    let bytes = std::fs::read(file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let (doc, warnings) = Document::parse_and_validate(&bytes)
+        .map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    for w in &warnings {
+        println!(
+            "warning: breaker {:?}: `{}` {}",
+            w.breaker, w.field, w.message
+        );
+    }
+    let revision = push_document(gateway, prefix, &bytes)
+        .await
+        .map_err(|e| CliError::other(e.to_string()))?;
+    println!(
+        "pushed {} breaker(s) to {prefix}/config at revision {revision}",
+        doc.breakers.len()
+    );
+    Ok(())
+}
+
+async fn rollback(gateway: &Gateway, prefix: &str, revision: i64) -> Result<(), CliError> {
+    let old = document_at(gateway, prefix, revision)
+        .await
+        .map_err(|e| CliError::input(format!("revision {revision}: {e}")))?
+        .ok_or_else(|| {
+            CliError::input(format!(
+                "{prefix}/config did not exist at revision {revision}"
+            ))
+        })?;
+    // It was accepted once, but validation rules may have tightened since.
+    Document::parse_and_validate(&old)
+        .map_err(|e| CliError::input(format!("the document of revision {revision}: {e}")))?;
+    let new = push_document(gateway, prefix, &old)
+        .await
+        .map_err(|e| CliError::other(e.to_string()))?;
+    println!("pushed the document of revision {revision} again, now revision {new}");
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! `tripline config` against a real etcd (Debian package `etcd-server`):
+//! `push` refuses an invalid document before etcd sees it, `status` shows
+//! each instance's applied version, and `rollback` pushes an earlier
+//! revision's document again, which a running instance applies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+#[path = "../../tripline-config/tests/support/etcd_server.rs"]
+mod etcd_server;
+#[path = "support/run.rs"]
+mod support;
+
+use std::time::Duration;
+
+use etcd_server::Etcd;
+use support::{Dir, tripline};
+use tripline_config::etcd::document_at;
+use tripline_config::{Applier, EtcdOptions, EtcdSource};
+
+const PREFIX: &str = "/tripline/cli";
+
+fn breaker(minimum_calls: u32) -> String {
+    format!("[[breaker]]\nname = \"payments\"\nminimum_calls = {minimum_calls}\n")
+}
+
+/// Polls `check` every 50 ms for at most 10 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tripline::clock::block_thread_for(Duration::from_millis(50));
+    }
+    panic!("{what}: not within 10 s");
+}
+
+#[test]
+fn config_push_status_and_rollback_drive_a_running_instance() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let endpoint = etcd.endpoint();
+    let gateway = etcd.gateway();
+    let dir = Dir::new();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
+        all.extend_from_slice(args);
+        tripline(all)
+    };
+
+    // Refused before etcd sees it: status 2, the field named.
+    let bad = dir.write("bad.toml", &breaker(0));
+    let out = cli(&["push", bad.to_str().unwrap()]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`minimum_calls`"), "{}", out.stderr);
+    assert_eq!(
+        runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap(),
+        None
+    );
+
+    let good = dir.write("good.toml", &breaker(10));
+    let out = cli(&["push", good.to_str().unwrap()]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let first: i64 = out
+        .text()
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // A running instance applies it and reports under its status key.
+    let applier = Applier::builder().instance_id("web-1").build();
+    let mut options = EtcdOptions::new(&endpoint, PREFIX);
+    options.status_interval = Duration::from_millis(100);
+    let _source = {
+        let _guard = runtime.enter();
+        EtcdSource::spawn(applier.clone(), options)
+    };
+    eventually("web-1 reports version 1", || {
+        let out = cli(&["status"]);
+        out.status == 0 && out.text().contains("versions 1")
+    });
+    let table = cli(&["status"]).text();
+    assert!(table.starts_with("INSTANCE"), "{table}");
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        row,
+        ["web-1", "1", &first.to_string(), "no", "-", "-"],
+        "{table}"
+    );
+    assert!(
+        table.contains("1 instance(s), 0 canary, versions 1"),
+        "{table}"
+    );
+
+    let stricter = dir.write("stricter.toml", &breaker(30));
+    assert_eq!(cli(&["push", stricter.to_str().unwrap()]).status, 0);
+    eventually("30 applied", || {
+        applier.breaker("payments").unwrap().config().minimum_calls == 30
+    });
+
+    let out = cli(&["rollback", "--revision", &first.to_string()]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains(&format!("revision {first} again")),
+        "{}",
+        out.text()
+    );
+    eventually("rolled back to 10", || {
+        applier.breaker("payments").unwrap().config().minimum_calls == 10
+    });
+    assert_eq!(applier.version(), 3);
+
+    let out = cli(&["rollback", "--revision", "1"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("did not exist at revision 1"),
+        "{}",
+        out.stderr
+    );
+}

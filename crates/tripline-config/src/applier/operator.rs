@@ -1,0 +1,96 @@
+//! Operator overrides and feeding the shadow twins.
+
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use tripline::{CallError, CircuitBreaker, Clock, Outcome};
+
+use super::{Applier, ApplyError};
+
+impl Applier {
+    /// Forces `name` open as an operator override: pushed configs keep
+    /// changing its thresholds but never its state, until
+    /// [`clear_override`](Self::clear_override).
+    pub fn force_open(&self, name: &str) -> Result<(), ApplyError> {
+        let mut core = self.core();
+        let managed = core
+            .breakers
+            .get_mut(name)
+            .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
+        managed_breaker(managed, name)?.force_open();
+        managed.overridden = true;
+        Ok(())
+    }
+
+    /// Ends an operator override: the breaker resets to automatic operation.
+    pub fn clear_override(&self, name: &str) -> Result<(), ApplyError> {
+        let mut core = self.core();
+        let managed = core
+            .breakers
+            .get_mut(name)
+            .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
+        managed_breaker(managed, name)?.reset();
+        managed.overridden = false;
+        Ok(())
+    }
+
+    /// The breakers under an operator override.
+    pub fn overrides(&self) -> Vec<String> {
+        let core = self.core();
+        core.breakers
+            .iter()
+            .filter(|(_, m)| m.overridden)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Feeds one outcome of breaker `name` to its shadow twin, if a rollout
+    /// is shadowing it (a no-op otherwise). Call it with every outcome the
+    /// live breaker records, or use [`call`](Self::call), which does.
+    pub fn observe(&self, name: &str, outcome: Outcome, elapsed: Duration) {
+        let twins = self
+            .shared
+            .twins
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(twin) = twins.get(name) {
+            twin.observe(outcome, elapsed);
+        }
+    }
+
+    /// Runs `f` through `breaker` and feeds the outcome to its shadow twin.
+    /// Calls the live breaker rejects never reach the twin: there is no
+    /// outcome to judge.
+    pub fn call<T, E>(
+        &self,
+        breaker: &CircuitBreaker,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, CallError<E>> {
+        let clock = breaker.clock();
+        let start = clock.now();
+        let result = breaker.call(f);
+        let elapsed = clock
+            .now()
+            .as_duration()
+            .saturating_sub(start.as_duration());
+        match &result {
+            Ok(_) => self.observe(breaker.name(), Outcome::Success, elapsed),
+            Err(CallError::Inner(_)) => self.observe(breaker.name(), Outcome::Failure, elapsed),
+            Err(CallError::Rejected(_)) => {}
+        }
+        result
+    }
+}
+
+/// The breaker of a single-breaker target; a family's breakers are the
+/// registry's to hand out (and keep their state through pushes the same way).
+fn managed_breaker<'a>(
+    managed: &'a super::Managed,
+    name: &str,
+) -> Result<&'a CircuitBreaker, ApplyError> {
+    managed.breaker().ok_or_else(|| {
+        ApplyError::UnknownBreaker(format!(
+            "{name} (a registry family: override its breakers through the registry)"
+        ))
+    })
+}

@@ -1,0 +1,82 @@
+//! A registry family managed by the applier: one document table named
+//! like the family reconfigures every breaker on its template, state kept.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+#[path = "support/common.rs"]
+mod common;
+
+use common::doc;
+use tripline::registry::{BreakerRegistry, RegistryConfig};
+use tripline::{CircuitBreakerConfig, ManualClock, State, WindowConfig};
+use tripline_config::{Applier, ApplyError, Origin};
+
+fn tenants() -> BreakerRegistry<u32> {
+    BreakerRegistry::builder(RegistryConfig {
+        breaker: CircuitBreakerConfig {
+            name: "tenants".into(),
+            window: WindowConfig::Count { size: 10 },
+            minimum_calls: 4,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .clock(ManualClock::new())
+    .build()
+    .unwrap()
+}
+
+#[test]
+fn a_document_reconfigures_a_whole_family_keeping_each_breakers_state() {
+    let registry = tenants();
+    let applier = Applier::builder().manage_family(registry.clone()).build();
+    let tripped = registry.get(&1).unwrap();
+    for _ in 0..4 {
+        let _ = tripped.call(|| Err::<(), _>("down"));
+    }
+    assert_eq!(tripped.state(), State::Open);
+
+    let record = applier
+        .apply(
+            doc("", "tenants", 8, 0.5).as_bytes(),
+            Origin::new("api", None),
+        )
+        .unwrap();
+    let fields: Vec<_> = record.changes.iter().map(|c| c.field.as_str()).collect();
+    assert!(fields.contains(&"minimum_calls"), "{fields:?}");
+    assert_eq!(tripped.config().minimum_calls, 8);
+    assert_eq!(tripped.state(), State::Open, "state kept");
+    assert_eq!(
+        registry.get(&2).unwrap().config().minimum_calls,
+        8,
+        "new keys too"
+    );
+
+    // Refused whole: the family keeps its last good template.
+    assert!(
+        applier
+            .apply(
+                doc("", "tenants", 0, 0.5).as_bytes(),
+                Origin::new("api", None)
+            )
+            .is_err()
+    );
+    assert_eq!(registry.family_config().minimum_calls, 8);
+
+    applier
+        .apply(
+            doc("", "tenants", 12, 0.5).as_bytes(),
+            Origin::new("api", None),
+        )
+        .unwrap();
+    applier.rollback(1).unwrap();
+    assert_eq!(tripped.config().minimum_calls, 8);
+
+    // The family's breakers are the registry's to hand out and override.
+    assert!(applier.breaker("tenants").is_none());
+    assert!(matches!(
+        applier.force_open("tenants"),
+        Err(ApplyError::UnknownBreaker(_))
+    ));
+    assert_eq!(applier.status().sample.trips, 1);
+}
