@@ -36,8 +36,12 @@
 //! At run time a [`CircuitBreakerService`] also notices when it is called
 //! from inside a `RetryLayer`/`PipelineLayer` (it would count every attempt)
 //! or inside a `BulkheadLayer` (its calls queue for slots before it can
-//! short-circuit them): it logs a `tracing` warning with the reason, once
-//! per process and kind, and counts every such call ([`misordered_calls`]).
+//! short-circuit them), and fails the call with [`MisorderedLayers`], whose
+//! message names the right order: such a stack is a bug that otherwise
+//! shows only as early trips in production. It also counts every such call
+//! ([`misordered_calls`]) and logs a `tracing` warning once per process and
+//! kind. [`CircuitBreakerLayer::allow_harmful_order`] opts out (the calls
+//! then go through, still counted and warned about).
 
 mod breaker;
 mod bulkhead;
@@ -56,8 +60,8 @@ pub use bulkhead::{BulkheadLayer, BulkheadService};
 pub use deadline::{DeadlineLayer, DeadlineService};
 pub use fallback::{FallbackLayer, FallbackService};
 pub use hedge::{HedgeLayer, HedgeService};
-pub use order::misordered_calls;
 pub(crate) use order::{IN_BULKHEAD, IN_RETRY, Marked, check_breaker_placement, enter};
+pub use order::{MisorderedLayers, misordered_calls};
 pub use pipeline::{PipelineLayer, PipelineService};
 pub use retry::{AsConfigured, RequestIdempotency, RetryLayer, RetryService};
 pub use timeout::{TimeoutLayer, TimeoutService};
@@ -134,12 +138,14 @@ impl std::error::Error for BudgetExhausted {
 }
 
 /// Whether `e` is one of tripline's local refusals (the call never reached
-/// the dependency): breaker open, bulkhead full, deadline floor, not ready.
+/// the dependency): breaker open, bulkhead full, deadline floor, not ready,
+/// a misordered stack. Never retried, never counted against a breaker.
 pub fn is_local_rejection(e: &(dyn std::error::Error + 'static)) -> bool {
     e.is::<CircuitOpen>()
         || e.is::<BulkheadFull>()
         || e.is::<DeadlineExceeded>()
         || e.is::<NotReady>()
+        || e.is::<MisorderedLayers>()
 }
 
 /// Turns a layer's `BoxError` into a [`PolicyError`] to match on.

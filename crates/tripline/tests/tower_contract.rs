@@ -161,8 +161,10 @@ where
 fn guarded<R: Probe>(
     w: &World,
 ) -> impl Service<R, Response = u32, Error = BoxError, Future: Send> + Clone + Send + 'static {
+    // Wrapped by every layer under test, the retry layer included (a
+    // harmful order, allowed here: this test is about the tower contract).
     ServiceBuilder::new()
-        .layer(CircuitBreakerLayer::new(w.breaker.clone()))
+        .layer(CircuitBreakerLayer::new(w.breaker.clone()).allow_harmful_order())
         .layer(BulkheadLayer::new(w.bulkhead.clone(), None))
         .service_fn(answer::<R>)
 }

@@ -259,10 +259,10 @@ async fn hedge_layer_takes_the_first_answer_and_cancels_the_rest() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_breaker_layer_inside_a_retry_or_a_bulkhead_is_reported() {
+async fn a_breaker_layer_inside_a_retry_or_a_bulkhead_fails_loudly_unless_allowed() {
     use tripline::CircuitBreaker;
     use tripline::bulkhead::{Bulkhead, BulkheadConfig};
-    use tripline::tower::{BulkheadLayer, CircuitBreakerLayer, misordered_calls};
+    use tripline::tower::{BulkheadLayer, CircuitBreakerLayer, MisorderedLayers, misordered_calls};
     let breaker = CircuitBreaker::builder()
         .clock(TokioTimer.clock())
         .build()
@@ -280,19 +280,42 @@ async fn a_breaker_layer_inside_a_retry_or_a_bulkhead_is_reported() {
     good.ready().await.unwrap().call(()).await.unwrap();
     assert_eq!(misordered_calls(), before);
 
-    // Retry outside the breaker: every attempt would be counted.
+    // Retry outside the breaker, the order the pipeline runs its stages in:
+    // every attempt would be counted. Refused, naming the right order.
     let mut bad = tower::ServiceBuilder::new()
         .layer(RetryLayer::new(retry(None)))
         .layer(CircuitBreakerLayer::new(breaker.clone()))
         .service(ok());
-    bad.ready().await.unwrap().call(()).await.unwrap();
+    let err = bad.ready().await.unwrap().call(()).await.unwrap_err();
+    let misordered = err
+        .downcast_ref::<MisorderedLayers>()
+        .unwrap_or_else(|| panic!("not MisorderedLayers: {err}"));
+    assert_eq!(misordered.inside, "retry");
+    assert!(err.to_string().contains("PipelineLayer"), "{err}");
     assert_eq!(misordered_calls(), before + 1);
+    assert_eq!(
+        breaker.metrics().calls.failed + breaker.metrics().calls.successful,
+        1,
+        "the refused call was not recorded (only the good stack's call was)"
+    );
 
     // Bulkhead outside the breaker.
     let mut bad = tower::ServiceBuilder::new()
-        .layer(BulkheadLayer::new(bulkhead, None))
-        .layer(CircuitBreakerLayer::new(breaker))
+        .layer(BulkheadLayer::new(bulkhead.clone(), None))
+        .layer(CircuitBreakerLayer::new(breaker.clone()))
         .service(ok());
-    bad.ready().await.unwrap().call(()).await.unwrap();
+    let err = bad.ready().await.unwrap().call(()).await.unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<MisorderedLayers>().map(|m| m.inside),
+        Some("bulkhead")
+    );
     assert_eq!(misordered_calls(), before + 2);
+
+    // The explicit opt-out lets the call through, still counted.
+    let mut allowed = tower::ServiceBuilder::new()
+        .layer(BulkheadLayer::new(bulkhead, None))
+        .layer(CircuitBreakerLayer::new(breaker).allow_harmful_order())
+        .service(ok());
+    allowed.ready().await.unwrap().call(()).await.unwrap();
+    assert_eq!(misordered_calls(), before + 3);
 }

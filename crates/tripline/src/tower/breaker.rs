@@ -34,6 +34,7 @@ use crate::clock::{Clock, SharedClock, Timestamp};
 pub struct CircuitBreakerLayer<C = IgnoreLocalRejections> {
     breaker: CircuitBreaker,
     classifier: C,
+    allow_harmful_order: bool,
 }
 
 impl CircuitBreakerLayer {
@@ -42,6 +43,7 @@ impl CircuitBreakerLayer {
         CircuitBreakerLayer {
             breaker,
             classifier: IgnoreLocalRejections,
+            allow_harmful_order: false,
         }
     }
 }
@@ -52,7 +54,20 @@ impl<C> CircuitBreakerLayer<C> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier,
+            allow_harmful_order: self.allow_harmful_order,
         }
+    }
+
+    /// Lets calls through even when this layer is stacked inside a retry or
+    /// a bulkhead layer (they are still counted in
+    /// [`misordered_calls`](super::misordered_calls) and warned about).
+    /// By default such a call fails with
+    /// [`MisorderedLayers`](super::MisorderedLayers): only opt out for a
+    /// stack you have measured, e.g. a retry that is itself bounded by
+    /// something the breaker cannot see.
+    pub fn allow_harmful_order(mut self) -> Self {
+        self.allow_harmful_order = true;
+        self
     }
 }
 
@@ -66,6 +81,7 @@ impl<S, C: Clone> Layer<S> for CircuitBreakerLayer<C> {
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
             reserved: None,
+            allow_harmful_order: self.allow_harmful_order,
         }
     }
 }
@@ -91,6 +107,7 @@ pub struct CircuitBreakerService<S, C> {
     breaker: CircuitBreaker,
     classifier: C,
     reserved: Option<Reserved>,
+    allow_harmful_order: bool,
 }
 
 impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
@@ -102,6 +119,7 @@ impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
             reserved: None,
+            allow_harmful_order: self.allow_harmful_order,
         }
     }
 }
@@ -129,7 +147,14 @@ where
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        super::check_breaker_placement(self.breaker.name());
+        if let Some(misordered) =
+            super::check_breaker_placement(self.breaker.name(), self.allow_harmful_order)
+        {
+            // The reservation is released unrecorded: a refused stack is
+            // not evidence about the dependency.
+            self.reserved = None;
+            return ResponseFuture::failed(Box::new(misordered), &self.classifier);
+        }
         match self.reserved.take() {
             Some(Reserved::Permit(permit)) => {
                 let clock = self.timed.then(|| self.breaker.clock().clone());

@@ -44,19 +44,71 @@ pub fn misordered_calls() -> u64 {
     MISORDERED.load(Ordering::Relaxed)
 }
 
-/// Called by the breaker service: warns (once per kind) and counts when it
-/// runs inside a retry or a bulkhead.
+/// Called by the breaker service: when it runs inside a retry or a
+/// bulkhead, counts the call, warns (once per kind) and — unless the stack
+/// opted out — returns the error that refuses it.
 #[inline]
-pub(crate) fn check_breaker_placement(breaker: &str) {
+pub(crate) fn check_breaker_placement(
+    breaker: &str,
+    allow_harmful_order: bool,
+) -> Option<MisorderedLayers> {
     let marks = ENCLOSING.with(Cell::get);
     if marks != 0 {
-        misplaced(breaker, marks);
+        return misplaced(breaker, marks, allow_harmful_order);
+    }
+    None
+}
+
+/// A circuit breaker layer called from inside a retry or a bulkhead layer:
+/// the harmful order a hand-built stack falls into by listing the layers in
+/// the order the pipeline runs them. Refused by default (opt out with
+/// [`CircuitBreakerLayer::allow_harmful_order`](super::CircuitBreakerLayer::allow_harmful_order)),
+/// because its damage — a breaker that trips early on every retried
+/// failure, or slots queued for calls the breaker would refuse — shows
+/// only as mysterious trips in production.
+///
+/// ```
+/// use tripline::tower::MisorderedLayers;
+/// let e = MisorderedLayers { breaker: "payments".into(), inside: "retry" };
+/// assert!(e.to_string().contains("CircuitBreakerLayer → RetryLayer"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MisorderedLayers {
+    /// The breaker whose layer is misplaced.
+    pub breaker: String,
+    /// The layer it was called from inside: `"retry"` or `"bulkhead"`.
+    pub inside: &'static str,
+}
+
+impl std::fmt::Display for MisorderedLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = if self.inside == "retry" {
+            "it would count every attempt, so one logical failure counts max_attempts times \
+             and trips the breaker early"
+        } else {
+            "calls the open breaker would refuse at once first take or queue for a bulkhead slot"
+        };
+        write!(
+            f,
+            "circuit breaker layer {:?} is inside a {} layer: {why}. Use PipelineLayer (one \
+             layer, the right order), or stack separate layers outermost first as \
+             FallbackLayer → DeadlineLayer → CircuitBreakerLayer → RetryLayer → BulkheadLayer \
+             → TimeoutLayer; CircuitBreakerLayer::allow_harmful_order() opts out",
+            self.breaker, self.inside
+        )
     }
 }
 
+impl std::error::Error for MisorderedLayers {}
+
 #[cold]
-fn misplaced(breaker: &str, marks: u8) {
+fn misplaced(breaker: &str, marks: u8, allowed: bool) -> Option<MisorderedLayers> {
     MISORDERED.fetch_add(1, Ordering::Relaxed);
+    let inside = if marks & IN_RETRY != 0 {
+        "retry"
+    } else {
+        "bulkhead"
+    };
     let (kind, reason) = if marks & IN_RETRY != 0 {
         (
             0,
@@ -74,6 +126,10 @@ fn misplaced(breaker: &str, marks: u8) {
     if !WARNED[kind].swap(true, Ordering::Relaxed) {
         tracing::warn!(target: "tripline::tower", breaker, "harmful layer order: {reason}");
     }
+    (!allowed).then(|| MisorderedLayers {
+        breaker: breaker.to_owned(),
+        inside,
+    })
 }
 
 pin_project_lite::pin_project! {
