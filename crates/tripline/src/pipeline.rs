@@ -100,6 +100,31 @@ pub(crate) struct Inner {
     pub(crate) timer: Option<SharedTimer>,
     pub(crate) sleeper: Option<Sleeper>,
     pub(crate) irreversible: bool,
+    /// Retries and no timeout of the pipeline's own. Whether that is a
+    /// problem depends on what the calls run through — a `TimeoutLayer`
+    /// stacked inside a `PipelineLayer` bounds every attempt — so it is
+    /// logged at first direct call, or when a layer wraps a stack without a
+    /// timeout, not at build.
+    pub(crate) untimed_retries: bool,
+    pub(crate) untimed_warned: std::sync::atomic::AtomicBool,
+}
+
+impl Inner {
+    /// Logs, once per pipeline, that retries run without any timeout.
+    #[cold]
+    pub(crate) fn warn_untimed_retries(&self, context: &str) {
+        if !self
+            .untimed_warned
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                target: "tripline::pipeline",
+                "retries without any timeout ({context}): a hung dependency holds every attempt \
+                 forever and the breaker never sees it fail; set timeouts on the pipeline, or \
+                 stack a TimeoutLayer inside the PipelineLayer"
+            );
+        }
+    }
 }
 
 /// Retry, budget, breaker, bulkhead and timeouts composed in the canonical

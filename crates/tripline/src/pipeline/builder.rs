@@ -165,7 +165,10 @@ impl PipelineBuilder {
                     .into(),
             });
         }
-        for w in &warnings {
+        let untimed_retries = warnings.iter().any(|w| w.field == "timeouts");
+        // The untimed-retries warning is logged at use, where it can be
+        // judged (see `Inner::untimed_retries`); the caller still gets it.
+        for w in warnings.iter().filter(|w| w.field != "timeouts") {
             tracing::warn!(target: "tripline::pipeline", "{w}");
         }
         let clock = self
@@ -183,6 +186,8 @@ impl PipelineBuilder {
                     timer: self.timer.or_else(default_timer),
                     sleeper: self.sleeper,
                     irreversible: self.irreversible,
+                    untimed_retries,
+                    untimed_warned: std::sync::atomic::AtomicBool::new(false),
                 }),
             },
             warnings,

@@ -163,6 +163,9 @@ impl<'p, C, R> Call<'p, C, R> {
         R: RetryClassifier<T, E>,
     {
         let p = &*self.pipeline.inner;
+        if p.untimed_retries {
+            p.warn_untimed_retries("Pipeline::call");
+        }
         let mut call = Logical::begin(p, self.deadline, self.idempotency)?;
         loop {
             if let Err(done) = call.next_attempt() {

@@ -70,6 +70,9 @@ impl<C, R> Call<'_, C, R> {
         Fut: Future<Output = Result<T, E>>,
     {
         let p = &*self.pipeline.inner;
+        if p.untimed_retries {
+            p.warn_untimed_retries("Pipeline::call_async");
+        }
         let clock = &p.clock;
         let mut call = Logical::begin(p, self.deadline, self.idempotency)?;
         loop {

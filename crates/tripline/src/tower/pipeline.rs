@@ -102,6 +102,13 @@ impl<S, C: Clone, R: Clone, I: Clone> Layer<S> for PipelineLayer<C, R, I> {
     type Service = PipelineService<S, C, R, I>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        // A TimeoutLayer anywhere in the wrapped stack bounds each attempt;
+        // its service type shows in the stack's type name (a boxed stack
+        // hides it, and then the warning errs on the side of telling).
+        let p = &self.pipeline.inner;
+        if p.untimed_retries && !std::any::type_name::<S>().contains("TimeoutService") {
+            p.warn_untimed_retries("PipelineLayer over a stack without a TimeoutLayer");
+        }
         PipelineService {
             inner,
             layer: self.clone(),
