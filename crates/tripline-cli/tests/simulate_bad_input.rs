@@ -235,3 +235,29 @@ fn an_absurd_grid_is_refused_with_its_size() {
         out.stderr
     );
 }
+
+#[test]
+fn a_negative_duration_is_called_one() {
+    let src = format!("duration = \"-5s\"\n[traffic]\nrate = 2.0\n{BREAKER}");
+    rejects(
+        "negative",
+        &src,
+        &[":1:", "field `duration`", "cannot be negative", "\"5s\""],
+    );
+    let src = format!("{TRAFFIC}{BREAKER}open_duration = \"5 parsecs\"\n");
+    rejects("parsecs", &src, &["is not a duration", "\"250ms\""]);
+}
+
+#[test]
+fn a_misspelt_table_is_named_as_a_table_with_the_likely_one() {
+    let src = format!("{TRAFFIC}[[faults]]\nname = \"x\"\n{BREAKER}");
+    rejects(
+        "faults",
+        &src,
+        &[
+            ":4:1:",
+            "unknown table `[[faults]]`",
+            "did you mean `[[fault]]`?",
+        ],
+    );
+}

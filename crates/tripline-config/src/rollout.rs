@@ -42,12 +42,12 @@ pub struct Rollout {
     pub percent: f64,
     /// How long a metrics-only twin of each changed breaker judges live
     /// traffic by the new rules before anything is applied ("0s": no shadow).
-    #[serde(with = "humantime_serde", default)]
+    #[serde(with = "tripline::clock::duration_serde", default)]
     pub shadow: Duration,
     /// How long canaries are watched after applying; a canary whose trip or
     /// rejection rate exceeds the rest of the fleet's by `margin` in this
     /// time rolls itself back.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub bake: Duration,
     /// How much worse (as a fraction 0–1 of calls) a canary's rejection or
     /// trip rate may be than the fleet's before it rolls back.

@@ -100,18 +100,18 @@ pub struct AdminSection {
 pub struct ProxySection {
     /// How long in-flight requests may take to finish after SIGTERM or
     /// Ctrl-C before their connections are closed anyway.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub drain_timeout: Duration,
     /// How long a client may take to send a request's headers: a slow
     /// client (slowloris) cannot hold a connection open for ever.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub header_read_timeout: Duration,
     /// How long connecting to an endpoint may take; a connect that takes
     /// longer is a connect failure (it never sent the request).
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub connect_timeout: Duration,
     /// How long an idle upstream keep-alive connection stays pooled.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub pool_idle_timeout: Duration,
     /// Idle keep-alive connections kept per endpoint.
     pub pool_max_idle_per_endpoint: usize,

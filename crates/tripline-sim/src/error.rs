@@ -76,6 +76,9 @@ impl<'a> Locator<'a> {
         let Some(span) = e.span() else {
             return self.at(None, None, None, message);
         };
+        if let Some(header) = self.unknown_table(&span, &message) {
+            return header;
+        }
         let mut path = self.key_path(span.start);
         if let Some(named) = named_field(&message)
             && path.last().is_none_or(|k| k != named)
@@ -84,6 +87,47 @@ impl<'a> Locator<'a> {
         }
         let field = (!path.is_empty()).then(|| path.join("."));
         self.at(Some(span), None, field.as_deref(), message)
+    }
+
+    /// An unknown key written as a table header (`[[faults]]`): named as
+    /// the table it is, with the tables a scenario has and the likely one.
+    fn unknown_table(&self, span: &Range<usize>, message: &str) -> Option<ScenarioError> {
+        let name = named_field(message)?;
+        if !message.starts_with("unknown field") {
+            return None;
+        }
+        let line_start = self.src[..floor_char(self.src, span.start)]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        let line = self.src[line_start..].lines().next()?.trim_start();
+        let header = if line.starts_with("[[") {
+            format!("[[{name}]]")
+        } else if line.starts_with('[') {
+            format!("[{name}]")
+        } else {
+            return None;
+        };
+        let known = [
+            ("traffic", "[traffic]"),
+            ("fault", "[[fault]]"),
+            ("breaker", "[[breaker]]"),
+        ];
+        let guess = known.iter().find(|(k, _)| {
+            name.trim_end_matches('s') == *k || name.starts_with(k) || k.starts_with(name)
+        });
+        let mut text = format!(
+            "unknown table `{header}`: a scenario has [traffic], [[fault]] and [[breaker]] tables"
+        );
+        if let Some((_, table)) = guess {
+            text.push_str(&format!("; did you mean `{table}`?"));
+        }
+        Some(ScenarioError {
+            file: self.file.to_owned(),
+            position: Some(self.line_col(line_start)),
+            table: None,
+            field: None,
+            message: text,
+        })
     }
 
     /// 1-based line and column (in characters) of byte offset `pos`.

@@ -21,6 +21,8 @@
 //! (`clippy.toml` forbids `Instant::now`, `SystemTime::now` and
 //! `thread::sleep` everywhere else).
 
+#[cfg(feature = "serde")]
+pub mod duration_serde;
 mod human;
 #[cfg(feature = "serde")]
 pub(crate) mod rfc3339;

@@ -116,15 +116,21 @@ impl std::error::Error for DeadlineExceeded {}
 pub struct TimeoutConfig {
     /// Bound on one attempt; `None` for none (then the dependency's own
     /// client timeout must exist, or the breaker is blind to slowness).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub per_attempt: Option<Duration>,
     /// Bound on the whole logical call, retries and backoff included, when
     /// the request carries no tighter deadline of its own.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub overall: Option<Duration>,
     /// Fail fast, without calling, when less than this is left of the
     /// deadline: the dependency could not answer in time.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub min_remaining: Duration,
 }
 

@@ -433,7 +433,9 @@ fn toml_vocabulary_round_trips_and_refuses_unknown_keys() {
             "half_open = { policy = \"permits\", calls = 3 }",
             "missing field `failure_rate_threshold`",
         ),
-        ("open_duration = \"5 parsecs\"", "invalid duration"),
+        ("open_duration = \"5 parsecs\"", "is not a duration"),
+        ("open_duration = \"-5s\"", "cannot be negative"),
+        ("slow_call_duration = \"-5s\"", "cannot be negative"),
         (
             "open_duration = { initial = \"1s\", max = \"2s\", jitter = \"wild\" }",
             "wild",

@@ -44,7 +44,7 @@ pub struct AbortSection {
 #[serde(deny_unknown_fields)]
 pub struct DelaySection {
     /// How long a delayed try waits before it is sent.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub duration: Duration,
     /// The share of matching tries delayed, 0–100.
     #[serde(default = "all")]

@@ -109,7 +109,7 @@ pub struct BreakerKeySection {
     #[serde(default)]
     pub overflow: OverflowPolicy,
     /// A closed breaker idle this long is dropped (≥ 1 s); absent: 10 min.
-    #[serde(default, with = "humantime_serde::option")]
+    #[serde(default, with = "tripline::clock::duration_serde::option")]
     pub idle_ttl: Option<Duration>,
 }
 
@@ -125,7 +125,7 @@ pub struct BreakerKeySection {
 pub struct HedgeSection {
     /// How long the first try may go without response headers before a
     /// hedge is sent, > 0.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     pub delay: Duration,
     /// Hedges at most per request, 1..=10 (each paid from the retry budget).
     #[serde(default = "one")]

@@ -106,10 +106,10 @@ impl Default for RetrySection {
 #[serde(default, deny_unknown_fields)]
 pub struct TimeoutSection {
     /// The limit of one try, until the upstream's response headers.
-    #[serde(with = "humantime_serde::option")]
+    #[serde(with = "tripline::clock::duration_serde::option")]
     pub per_try: Option<Duration>,
     /// The limit of the whole request, retries included.
-    #[serde(with = "humantime_serde::option")]
+    #[serde(with = "tripline::clock::duration_serde::option")]
     pub overall: Option<Duration>,
     /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
     /// header: the request's deadline is the earlier of it and `overall`,

@@ -72,9 +72,9 @@ pub(super) struct Dur(pub(super) Duration);
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
+        tripline::clock::duration_serde::parse(&s)
             .map(Dur)
-            .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e}")))
+            .map_err(serde::de::Error::custom)
     }
 }
 

@@ -31,13 +31,13 @@ pub enum OpenDuration {
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Backoff {
     /// The wait after the first trip.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub initial: Duration,
     /// Growth per failed probe round, ≥ 1.
     #[cfg_attr(feature = "serde", serde(default = "default_multiplier"))]
     pub multiplier: f64,
     /// The cap before jitter, ≥ `initial`.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub max: Duration,
     /// Randomisation applied to the capped value.
     #[cfg_attr(feature = "serde", serde(default))]
@@ -213,9 +213,9 @@ mod serde_impls {
                     )
                 }
                 fn visit_str<E: de::Error>(self, v: &str) -> Result<OpenDuration, E> {
-                    humantime::parse_duration(v)
+                    crate::clock::duration_serde::parse(v)
                         .map(OpenDuration::Fixed)
-                        .map_err(|e| E::custom(format!("invalid duration {v:?}: {e}")))
+                        .map_err(E::custom)
                 }
                 fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<OpenDuration, A::Error> {
                     Backoff::deserialize(de::value::MapAccessDeserializer::new(map))

@@ -53,7 +53,10 @@ pub struct CircuitBreakerConfig {
     pub failure_rate_threshold: f64,
     /// A call at least this long is slow; `None` switches slow-call
     /// detection off.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub slow_call_duration: Option<Duration>,
     /// Trip when slow calls / calls ≥ this (0, 1].
     pub slow_call_rate_threshold: f64,
@@ -66,14 +69,20 @@ pub struct CircuitBreakerConfig {
     /// call in half-open, free probe slots or not. Under the `ramp` policy
     /// it bounds each step (a ramp of several steps is meant to take longer
     /// than one round), and `step_duration` must be shorter than it.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub max_half_open_duration: Option<Duration>,
     /// Expected call rate, used only to warn when a time window can never
     /// collect `minimum_calls`.
     pub expected_calls_per_second: Option<f64>,
     /// Hysteresis: no automatic transition sooner than this after the last
     /// one, so a breaker near its threshold cannot flap.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub min_state_duration: Option<Duration>,
     /// A stricter threshold for a while after recovering.
     pub cooldown: Option<Cooldown>,
@@ -135,7 +144,7 @@ pub enum WindowConfig {
     /// time, a varying sample. The general default.
     Time {
         /// Window length, 1 s ..= 1 h.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         length: Duration,
         /// Number of slices, 1..=120; the window slides one slice at a time.
         buckets: u32,
@@ -186,7 +195,7 @@ pub enum HalfOpenPolicy {
         steps: Vec<f64>,
         /// How long each step lasts (at least; a step also needs
         /// `minimum_calls_per_step` outcomes before it is judged).
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         step_duration: Duration,
         /// A step fails when failures / calls reaches this (0, 1].
         failure_rate_threshold: f64,

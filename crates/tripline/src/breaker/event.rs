@@ -90,12 +90,18 @@ pub struct Thresholds {
     pub slow_call_rate: f64,
     /// Duration from which a call is slow, if slow detection is on (fixed
     /// or learned).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub slow_call_duration: Option<Duration>,
     /// False during a `no_trip` warm-up.
     pub trips_allowed: bool,
     /// Hysteresis in force, if any.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub min_state_duration: Option<Duration>,
     /// The config version these thresholds come from.
     pub config_version: u64,
@@ -117,7 +123,10 @@ pub struct Transition {
     /// Thresholds in force.
     pub thresholds: Thresholds,
     /// How long the breaker will stay open, when `to` is `Open`.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub open_duration: Option<Duration>,
     /// The state generation this transition created.
     pub generation: u64,
@@ -184,7 +193,7 @@ pub struct Event {
     /// When, on the wall clock (RFC 3339 in serde): what a person
     /// correlates with logs and dashboards. Read when the event is built,
     /// so only for events someone listens to.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::rfc3339"))]
     pub wall: SystemTime,
     /// What.
     pub kind: EventKind,

@@ -76,7 +76,10 @@ pub struct Metrics {
     /// The config version in force.
     pub config_version: u64,
     /// The slow-call threshold in force (fixed or learned).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub slow_call_threshold: Option<std::time::Duration>,
 }
 

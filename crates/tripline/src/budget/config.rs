@@ -20,7 +20,7 @@ use crate::pipeline::PolicyConfigError;
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct RetryBudgetConfig {
     /// How long a request or a retry counts against the budget, 1 s ..= 1 h.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub window: Duration,
     /// Slices the window slides by, 1..=100.
     pub buckets: u32,

@@ -28,7 +28,7 @@ pub struct BulkheadConfig {
     pub max_queue: u32,
     /// Longest wait in the queue (also cut by the request's deadline);
     /// must be positive when `max_queue` > 0.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub max_wait: Duration,
 }
 

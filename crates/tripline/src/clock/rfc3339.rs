@@ -17,6 +17,16 @@ enum Written {
     },
 }
 
+/// A `SystemTime` as RFC 3339 text.
+pub(crate) fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    option::serialize(&Some(*t), s)
+}
+
+/// A `SystemTime` from RFC 3339 text (or serde's older struct form).
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    option::deserialize(d)?.ok_or_else(|| serde::de::Error::custom("a time is required"))
+}
+
 /// `Option<SystemTime>` as RFC 3339 text or null.
 pub(crate) mod option {
     use super::*;

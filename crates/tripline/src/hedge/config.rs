@@ -22,7 +22,7 @@ pub enum HedgeDelay {
     /// After a fixed delay.
     Fixed {
         /// The delay.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         delay: Duration,
     },
     /// After the `quantile` (e.g. 0.95) of recent latencies; `initial` until
@@ -33,7 +33,7 @@ pub enum HedgeDelay {
         /// Samples needed before the quantile is trusted, ≥ 1.
         min_samples: u32,
         /// The delay before that.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         initial: Duration,
     },
 }

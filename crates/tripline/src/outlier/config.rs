@@ -32,19 +32,19 @@ pub struct OutlierConfig {
     /// Time between analysis passes (success rate, failure percentage,
     /// returns from ejection), 1 ms ..= 1 h. Consecutive-failure detectors
     /// act at once, between passes.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub interval: Duration,
     /// Ejection time of a first ejection; the n-th ejection in a row lasts
     /// n × this, capped at `max_ejection_time`. Positive, at most 1 day.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub base_ejection_time: Duration,
     /// Longest ejection (before jitter); at least `base_ejection_time`, at
     /// most 1 day.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub max_ejection_time: Duration,
     /// A random extra of 0 ..= this is added to every ejection, so endpoints
     /// ejected together do not return together. At most 1 day.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub max_ejection_time_jitter: Duration,
     /// Most endpoints ejected at once, as a percentage (0–100) of the
     /// cluster, rounded *down*: with 3 endpoints and 50 %, at most one.

@@ -41,7 +41,10 @@ pub struct RegistryConfig {
     /// A `Closed` breaker that saw no call for this long is dropped by
     /// [`BreakerRegistry::evict_idle`](super::BreakerRegistry::evict_idle);
     /// `None` keeps breakers until removed. At least 1 s.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option")
+    )]
     pub idle_ttl: Option<Duration>,
     /// The family's breaker config; its `name` names the family, and each
     /// breaker is named after its key.

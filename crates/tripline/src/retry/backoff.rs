@@ -44,27 +44,27 @@ pub enum RetryBackoff {
     /// The same wait before every retry.
     Constant {
         /// The wait.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         delay: Duration,
     },
     /// `initial × multiplier^retry`, capped at `max`.
     Exponential {
         /// Wait before the first retry.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         initial: Duration,
         /// Growth per retry, ≥ 1.
         multiplier: f64,
         /// Longest wait.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         max: Duration,
     },
     /// `min(max, uniform(base, 3 × previous wait))`.
     DecorrelatedJitter {
         /// Shortest wait, and the first wait's lower bound.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         base: Duration,
         /// Longest wait.
-        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
         max: Duration,
     },
 }

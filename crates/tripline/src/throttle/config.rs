@@ -64,7 +64,7 @@ pub struct AdaptiveThrottleConfig {
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct ThrottleWindow {
     /// Window length, 1 s ..= 1 h.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub length: Duration,
     /// Number of slices, 1..=120.
     pub buckets: u32,

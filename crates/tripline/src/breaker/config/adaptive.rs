@@ -13,7 +13,7 @@ use super::{ConfigError, MAX_OPEN_DURATION, check_duration, check_rate};
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Cooldown {
     /// How long after closing the stricter threshold applies.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub duration: Duration,
     /// The failure-rate threshold during the cooldown; at most the normal one.
     pub failure_rate_threshold: f64,
@@ -41,7 +41,7 @@ pub enum WarmUpMode {
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct WarmUp {
     /// Length of the warm-up.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub duration: Duration,
     /// No trips, or relaxed thresholds.
     #[cfg_attr(feature = "serde", serde(default))]
@@ -66,10 +66,10 @@ pub struct SlowCallBaseline {
     /// Multiplier over the quantile, ≥ 1.
     pub factor: f64,
     /// Lowest threshold.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub floor: Duration,
     /// Highest threshold, and the threshold until the baseline is learned.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub ceiling: Duration,
     /// Largest relative move of the threshold per window, in (0, 1].
     #[cfg_attr(feature = "serde", serde(default = "default_max_step"))]

@@ -43,7 +43,10 @@ pub struct Snapshot {
     /// The config version at the time of the snapshot.
     pub config_version: u64,
     /// The learned slow-call threshold, if one was learned.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde::option", default))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::clock::duration_serde::option", default)
+    )]
     pub learned_slow_call: Option<Duration>,
 }
 

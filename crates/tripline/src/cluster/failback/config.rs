@@ -56,7 +56,7 @@ pub struct FailbackConfig {
     /// dead-letter file), ≥ 1.
     pub max_retries: u32,
     /// An entry older than this is given up at its next turn. Positive.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub max_age: Duration,
     /// The wait before each background retry.
     pub backoff: RetryBackoff,
@@ -68,7 +68,7 @@ pub struct FailbackConfig {
     /// When accepted entries are flushed to disk.
     pub fsync: FsyncPolicy,
     /// The background runner looks for due entries at least this often, ≥ 1 ms.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub poll_interval: Duration,
 }
 

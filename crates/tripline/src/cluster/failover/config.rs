@@ -31,7 +31,7 @@ pub struct FailoverConfig {
     /// failovers when a whole dependency wobbles.
     pub backoff: RetryBackoff,
     /// Do not start an attempt with less than this left of the deadline.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::clock::duration_serde"))]
     pub min_remaining: Duration,
 }
 
