@@ -39,6 +39,7 @@
 mod cluster;
 mod error;
 mod route;
+mod tls;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -50,6 +51,7 @@ use serde::{Deserialize, Serialize};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
+pub use tls::{AlpnProtocol, ClusterTls, ListenerTls};
 
 /// A whole proxy config file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -122,6 +124,10 @@ impl Default for ProxySection {
 pub struct ListenerSection {
     /// `ip:port`; port 0 picks a free port (tests).
     pub address: String,
+    /// TLS, with HTTP/2 and HTTP/1.1 offered by ALPN; absent: cleartext
+    /// (HTTP/1.1, and h2c with prior knowledge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
 }
 
 impl ProxyConfig {

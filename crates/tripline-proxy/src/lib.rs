@@ -55,6 +55,7 @@
 mod admin;
 pub mod body;
 pub mod config;
+mod dns;
 mod forward;
 mod headers;
 pub mod metrics;
@@ -63,6 +64,8 @@ pub mod rejection;
 mod route;
 mod server;
 mod smuggling;
+mod tls;
+mod upstream;
 
 pub use proxy::{Proxy, ProxyBuilder};
 pub use server::{Drained, Running};

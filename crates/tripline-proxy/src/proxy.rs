@@ -4,18 +4,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tripline::CircuitBreaker;
 use tripline::budget::RetryBudget;
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
-use crate::body::ProxyBody;
 use crate::config::{ConfigError, ProxyConfig};
 use crate::metrics::ProxyMetrics;
 use crate::route::Route;
+use crate::upstream::ClusterUpstream;
 
 /// A proxy built from a [`ProxyConfig`]: cheap to clone, clones share
 /// every breaker, budget and pooled connection.
@@ -28,10 +25,10 @@ pub(crate) struct Inner {
     pub(crate) config: ProxyConfig,
     pub(crate) routes: Vec<Route>,
     pub(crate) clusters: BTreeMap<String, Cluster>,
-    /// HTTP/1.1 upstreams.
-    pub(crate) client: Client<HttpConnector, ProxyBody>,
-    /// h2c upstreams (HTTP/2 with prior knowledge).
-    pub(crate) h2c: Client<HttpConnector, ProxyBody>,
+    /// Each cluster's client (cleartext ones share theirs), by cluster name.
+    pub(crate) upstreams: BTreeMap<String, ClusterUpstream>,
+    /// Each listener's TLS acceptor, in listener order (`None`: cleartext).
+    pub(crate) acceptors: Vec<Option<tokio_rustls::TlsAcceptor>>,
     /// Everything above, exported; and the proxy's own counters.
     pub(crate) metrics: ProxyMetrics,
 }
@@ -67,6 +64,16 @@ impl ProxyBuilder {
                 })?;
             clusters.insert(name.clone(), cluster);
         }
+        let upstreams = crate::upstream::build(&config)?;
+        let acceptors = config
+            .listeners
+            .iter()
+            .enumerate()
+            .map(|(i, l)| match &l.tls {
+                Some(tls) => crate::tls::acceptor(&format!("listeners[{i}]"), tls).map(Some),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut routes = Vec::with_capacity(config.routes.len());
         for (i, section) in config.routes.iter().enumerate() {
             let at = format!("routes[{i}]");
@@ -74,33 +81,20 @@ impl ProxyBuilder {
                 .get(&section.cluster)
                 .cloned()
                 .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
-            let protocol = config
-                .clusters
+            let upstream = upstreams
                 .get(&section.cluster)
-                .map(|c| c.protocol)
-                .unwrap_or_default();
-            routes.push(Route::build(&at, section, cluster, protocol, &self.clock)?);
+                .map(|u| u.upstream.clone())
+                .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
+            routes.push(Route::build(&at, section, cluster, upstream, &self.clock)?);
         }
         let metrics = ProxyMetrics::build(&routes, &clusters)?;
-        let p = &config.proxy;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(p.connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(p.pool_idle_timeout)
-            .pool_max_idle_per_host(p.pool_max_idle_per_endpoint)
-            .build(connector.clone());
-        let h2c = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(p.pool_idle_timeout)
-            .http2_only(true)
-            .build(connector);
         Ok(Proxy {
             inner: Arc::new(Inner {
                 config,
                 routes,
                 clusters,
-                client,
-                h2c,
+                upstreams,
+                acceptors,
                 metrics,
             }),
         })

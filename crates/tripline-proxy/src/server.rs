@@ -2,7 +2,7 @@
 //!
 //! Each accepted connection is served on its own task by hyper: HTTP/1.1,
 //! or HTTP/2 when the client opens with the HTTP/2 preface (h2c with prior
-//! knowledge), with `TCP_NODELAY` set and a bound on how long the client may
+//! knowledge, or HTTP/2 picked by ALPN on a TLS listener), with `TCP_NODELAY` set and a bound on how long the client may
 //! take to send a request's headers. On shutdown the listeners stop
 //! accepting, every connection is asked to finish its request in flight
 //! and then close (keep-alive ends), and the proxy waits for them — up to
@@ -17,9 +17,11 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::forward::handle;
 use crate::proxy::{Inner, Proxy};
@@ -61,12 +63,20 @@ impl Proxy {
         let (alive, connections) = mpsc::channel(1);
         let mut addrs = Vec::new();
         let mut accept = JoinSet::new();
-        for l in &self.inner.config.listeners {
+        for (i, l) in self.inner.config.listeners.iter().enumerate() {
             let listener = TcpListener::bind(l.address.as_str()).await?;
             addrs.push(listener.local_addr()?);
             let inner = self.inner.clone();
-            accept.spawn(accept_loop(listener, inner, stop_rx.clone(), alive.clone()));
+            let tls = self.inner.acceptors.get(i).cloned().flatten();
+            accept.spawn(accept_loop(
+                listener,
+                inner,
+                tls,
+                stop_rx.clone(),
+                alive.clone(),
+            ));
         }
+        crate::dns::spawn_refreshers(&self.inner, &mut accept);
         let mut admin = None;
         if let Some(section) = &self.inner.config.admin {
             let listener = TcpListener::bind(section.address.as_str()).await?;
@@ -153,11 +163,25 @@ async fn shutdown_signal() {
 async fn accept_loop(
     listener: TcpListener,
     inner: Arc<Inner>,
+    tls: Option<TlsAcceptor>,
     stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
 ) {
     accept_until_drain(listener, stop, "accept failed", |stream, peer, stop| {
-        tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
+        let _ = stream.set_nodelay(true);
+        let (inner, alive) = (inner.clone(), alive.clone());
+        match &tls {
+            None => drop(tokio::spawn(serve(stream, peer, inner, stop, alive))),
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let limit = inner.config.proxy.header_read_timeout;
+                    if let Some(stream) = crate::tls::handshake(&acceptor, stream, limit).await {
+                        serve(stream, peer, inner, stop, alive).await;
+                    }
+                });
+            }
+        }
     })
     .await;
 }
@@ -187,14 +211,16 @@ pub(crate) async fn accept_until_drain(
     }
 }
 
-async fn serve(
-    stream: TcpStream,
+/// Serves one connection, cleartext or (after the handshake) TLS.
+async fn serve<S>(
+    stream: S,
     peer: SocketAddr,
     inner: Arc<Inner>,
     mut stop: watch::Receiver<u8>,
     _alive: mpsc::Sender<()>,
-) {
-    let _ = stream.set_nodelay(true);
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let header_read_timeout = inner.config.proxy.header_read_timeout;
     let (stream, conflict) = Guarded::new(stream);
     let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {

@@ -69,6 +69,7 @@ impl ProxyConfig {
                     ));
                 }
             }
+            super::tls::validate_cluster(&at, cluster)?;
             cluster
                 .to_library(name)
                 .validate()

@@ -12,7 +12,6 @@ use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{ProxyBody, RequestBody, Tracked};
-use crate::config::UpstreamProtocol;
 use crate::headers::strip_hop_by_hop;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
@@ -115,7 +114,7 @@ impl Tried {
 
 /// Sends the request to one endpoint of the route's cluster.
 pub(super) async fn try_once(
-    proxy: &Inner,
+    _proxy: &Inner,
     route: &Route,
     parts: &Parts,
     body: &mut RequestBody,
@@ -146,18 +145,16 @@ pub(super) async fn try_once(
     let Some(body) = body.for_try() else {
         return Tried::Refused(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
     };
-    let Ok(request) = upstream_request(parts, lease.endpoint().address(), body, deadline) else {
+    let scheme = route.upstream.scheme();
+    let Ok(request) = upstream_request(parts, scheme, lease.endpoint().address(), body, deadline)
+    else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
     let limit = match (route.timeout.per_try, remaining) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let client = match route.protocol {
-        UpstreamProtocol::Http1 => &proxy.client,
-        UpstreamProtocol::H2c => &proxy.h2c,
-    };
-    let sent = client.request(request);
+    let sent = route.upstream.request(request);
     let result = match limit {
         Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
         None => Ok(sent.await),
@@ -233,13 +230,14 @@ fn honour_retry_after(lease: &Lease, response: &Response<Incoming>) {
 /// and (already cleaned) headers, the remaining deadline forwarded.
 fn upstream_request(
     parts: &Parts,
+    scheme: http::uri::Scheme,
     address: &str,
     body: ProxyBody,
     deadline: Option<Deadline>,
 ) -> Result<Request<ProxyBody>, http::Error> {
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let uri = Uri::builder()
-        .scheme("http")
+        .scheme(scheme)
         .authority(address)
         .path_and_query(path)
         .build()?;

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod breaking;
+mod dns;
 mod drain;
 mod h2c;
 mod headers;
@@ -13,4 +14,5 @@ mod outlier;
 mod refusals;
 mod retries;
 mod support;
+mod tls;
 mod upstream_failures;
