@@ -62,10 +62,12 @@ pub mod metrics;
 mod proxy;
 pub mod rejection;
 mod route;
+mod runtime;
 mod server;
 mod smuggling;
 mod tls;
 mod upstream;
 
 pub use proxy::{Proxy, ProxyBuilder};
+pub use runtime::Threading;
 pub use server::{Drained, Running};

@@ -26,6 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::forward::handle;
 use crate::proxy::{Inner, Proxy};
 use crate::rejection::{Reason, Rejection};
+use crate::runtime::Binding;
 use crate::smuggling::Guarded;
 
 /// A proxy serving its listeners; dropping it does not stop it, call
@@ -59,12 +60,19 @@ pub struct Drained {
 impl Proxy {
     /// Binds every listener and starts serving; returns once all are bound.
     pub async fn start(&self) -> io::Result<Running> {
+        self.start_with(&Binding::Alone).await
+    }
+
+    /// [`start`](Proxy::start), binding as `binding` says (one of several
+    /// per-core runtimes shares the ports, and only the first serves admin
+    /// and refreshes DNS).
+    pub(crate) async fn start_with(&self, binding: &Binding) -> io::Result<Running> {
         let (stop, stop_rx) = watch::channel(RUNNING);
         let (alive, connections) = mpsc::channel(1);
         let mut addrs = Vec::new();
         let mut accept = JoinSet::new();
         for (i, l) in self.inner.config.listeners.iter().enumerate() {
-            let listener = TcpListener::bind(l.address.as_str()).await?;
+            let listener = binding.bind(i, &l.address).await?;
             addrs.push(listener.local_addr()?);
             let inner = self.inner.clone();
             let tls = self.inner.acceptors.get(i).cloned().flatten();
@@ -76,9 +84,17 @@ impl Proxy {
                 alive.clone(),
             ));
         }
-        crate::dns::spawn_refreshers(&self.inner, &mut accept);
         let mut admin = None;
-        if let Some(section) = &self.inner.config.admin {
+        if binding.is_first() {
+            crate::dns::spawn_refreshers(&self.inner, &mut accept);
+        }
+        if let Some(section) = self
+            .inner
+            .config
+            .admin
+            .as_ref()
+            .filter(|_| binding.is_first())
+        {
             let listener = TcpListener::bind(section.address.as_str()).await?;
             admin = Some(listener.local_addr()?);
             accept.spawn(crate::admin::accept_loop(
@@ -137,7 +153,7 @@ impl Running {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -11,6 +11,7 @@ mod h2c;
 mod headers;
 mod metrics;
 mod outlier;
+mod per_core;
 mod refusals;
 mod retries;
 mod support;
