@@ -43,12 +43,16 @@
 //!
 //! HTTP/1.1 both ways with keep-alive pools per endpoint, h2c (HTTP/2 with
 //! prior knowledge) from clients and to clusters marked `protocol = "h2c"`,
-//! streamed bodies,
+//! TLS (rustls on `ring`) on listeners with HTTP/2 and HTTP/1.1 chosen by
+//! ALPN, and to clusters (private CA or built-in roots, server name, ALPN,
+//! HTTP/2 when the endpoint picks it), DNS re-resolution of endpoint names
+//! (`dns_refresh`; addresses that stay keep their state), streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
 //! breakers with outlier ejection, budgeted retries and deadlines,
-//! Prometheus metrics on an admin listener. Not
-//! yet: TLS (and so HTTP/2 over TLS), rate limits, hedging, fault injection, access log,
-//! reload on SIGHUP, DNS re-resolution.
+//! Prometheus metrics on an admin listener, and a choice of runtime
+//! ([`Threading`]: work-stealing, or one single-threaded runtime per core
+//! on `SO_REUSEPORT` listeners). Not yet: rate limits, hedging, fault
+//! injection, access log, reload on SIGHUP, client certificates (mTLS).
 
 #![forbid(unsafe_code)]
 

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use http::Request;
-use http::uri::{Scheme, Uri};
+use http::request::Parts;
+use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use hyper_rustls::{HttpsConnector, ResolveServerName};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::{Client, ResponseFuture};
@@ -37,6 +38,20 @@ impl Upstream {
             Upstream::Plain(_) => Scheme::HTTP,
             Upstream::Tls(_) => Scheme::HTTPS,
         }
+    }
+
+    /// The URI of `parts`'s request at the endpoint `address`: the path
+    /// and query are the client's own, shared rather than copied and
+    /// parsed again; only the endpoint's `host:port` is parsed.
+    pub(crate) fn uri(&self, address: &str, parts: &Parts) -> Result<Uri, http::Error> {
+        let mut uri = http::uri::Parts::default();
+        uri.scheme = Some(self.scheme());
+        uri.authority = Some(Authority::try_from(address)?);
+        uri.path_and_query = Some(match parts.uri.path_and_query() {
+            Some(p) => p.clone(),
+            None => PathAndQuery::from_static("/"),
+        });
+        Ok(Uri::from_parts(uri)?)
     }
 
     /// Sends `request` (its URI names the endpoint) on a pooled

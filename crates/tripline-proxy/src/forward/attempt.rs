@@ -145,11 +145,10 @@ pub(super) async fn try_once(
     let Some(body) = body.for_try() else {
         return Tried::Refused(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
     };
-    let scheme = route.upstream.scheme();
-    let Ok(request) = upstream_request(parts, scheme, lease.endpoint().address(), body, deadline)
-    else {
+    let Ok(uri) = route.upstream.uri(lease.endpoint().address(), parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
+    let request = upstream_request(parts, uri, body, deadline);
     let limit = match (route.timeout.per_try, remaining) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -226,21 +225,14 @@ fn honour_retry_after(lease: &Lease, response: &Response<Incoming>) {
     }
 }
 
-/// The request for the endpoint at `address`: same method, path, query
+/// The request for the endpoint `uri` names: same method, path, query
 /// and (already cleaned) headers, the remaining deadline forwarded.
 fn upstream_request(
     parts: &Parts,
-    scheme: http::uri::Scheme,
-    address: &str,
+    uri: Uri,
     body: ProxyBody,
     deadline: Option<Deadline>,
-) -> Result<Request<ProxyBody>, http::Error> {
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let uri = Uri::builder()
-        .scheme(scheme)
-        .authority(address)
-        .path_and_query(path)
-        .build()?;
+) -> Request<ProxyBody> {
     let mut request = Request::new(body);
     *request.method_mut() = parts.method.clone();
     *request.uri_mut() = uri;
@@ -258,5 +250,5 @@ fn upstream_request(
     if let Some(d) = deadline {
         d.write_headers(request.headers_mut(), &TokioClock);
     }
-    Ok(request)
+    request
 }
