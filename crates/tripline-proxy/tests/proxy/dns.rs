@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 use tripline::State;
 
 use crate::support::*;
+use crate::tls::{Pki, tls_upstream_on, toml_path};
 
 /// Waits (bounded) until `cluster`'s endpoints satisfy `done`.
 async fn until(proxy: &tripline_proxy::Proxy, done: impl Fn(&[String]) -> bool) -> Vec<String> {
@@ -72,5 +73,30 @@ async fn a_name_becomes_its_addresses_and_they_keep_their_breakers() {
     let after = cluster.endpoint(&v4.to_string()).unwrap();
     assert!(after.ptr_eq(&before), "the endpoint survived the refreshes");
     assert_eq!(after.breaker().state(), State::ForcedOpen);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tls_endpoint_reached_by_address_is_verified_against_its_name() {
+    // The certificate names `localhost` only: verifying against the
+    // address the name resolved to would fail.
+    let pki = Pki::for_names(&["localhost"]);
+    let v4 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = v4.local_addr().unwrap().port();
+    tls_upstream_on(&pki, &[b"http/1.1"], v4);
+    if let Ok(v6) = TcpListener::bind(("::1", port)).await {
+        tls_upstream_on(&pki, &[b"http/1.1"], v6);
+    }
+    let text = format!(
+        "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"localhost:{port}\"]\ndns_refresh = \"20ms\"\ntls = {{ ca = {} }}\n",
+        toml_path(&pki.path("ca.pem"))
+    );
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let v4: SocketAddr = ([127, 0, 0, 1], port).into();
+    until(&proxy, |ids| ids.iter().any(|id| *id == v4.to_string())).await;
+    for _ in 0..2 {
+        let answer = get(addr, "/").await;
+        assert_eq!((answer.status, answer.body.as_str()), (200, "HTTP/1.1"));
+    }
     running.shutdown().await;
 }

@@ -29,12 +29,18 @@ pub struct Pki {
 
 impl Pki {
     pub fn new() -> Pki {
+        Pki::for_names(&["localhost", "127.0.0.1"])
+    }
+
+    /// A leaf certificate for `names` only (DNS names or IP addresses).
+    pub fn for_names(names: &[&str]) -> Pki {
         let dir = tempfile::tempdir().unwrap();
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let leaf = CertificateParams::new(names)
             .unwrap()
             .signed_by(&leaf_key, &ca)
             .unwrap();
@@ -99,14 +105,18 @@ impl Pki {
     }
 }
 
-fn toml_path(path: &Path) -> String {
+pub fn toml_path(path: &Path) -> String {
     format!("{:?}", path.display().to_string())
 }
 
 /// A TLS upstream offering `alpn`, answering with the HTTP version it saw.
 async fn tls_upstream(pki: &Pki, alpn: &[&[u8]]) -> SocketAddr {
+    tls_upstream_on(pki, alpn, TcpListener::bind("127.0.0.1:0").await.unwrap())
+}
+
+/// [`tls_upstream`] on `listener`.
+pub fn tls_upstream_on(pki: &Pki, alpn: &[&[u8]], listener: TcpListener) -> SocketAddr {
     let acceptor = tokio_rustls::TlsAcceptor::from(pki.server_config(alpn));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
