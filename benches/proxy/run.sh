@@ -18,7 +18,7 @@
 #   LOAD_CPUS    CPUs wrk and the upstream run on, default "0"
 #                (PROXY_CPUS=0,1 LOAD_CPUS=0,1: nothing pinned apart)
 #   THREADS      threads / workers of every proxy, default 1
-#   RUNTIME      tripline's --runtime: multi-thread (default) or per-core
+#   RUNTIME      tripline's --runtime: per-core (default) or multi-thread
 #   DURATION     wrk duration, default 10s
 #   CONNECTIONS  wrk connections, default 64
 #   IDLE         idle connections for the memory figure, default 10000
@@ -31,7 +31,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROXY_CPUS=${PROXY_CPUS:-1}
 LOAD_CPUS=${LOAD_CPUS:-0}
 THREADS=${THREADS:-1}
-RUNTIME=${RUNTIME:-multi-thread}
+RUNTIME=${RUNTIME:-per-core}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 IDLE=${IDLE:-10000}
@@ -68,6 +68,10 @@ IDLER=$TARGET/release/examples/proxy-idle
 
 # 10 000 idle connections need descriptors: the client's, each proxy's.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+FD_LIMIT=$(ulimit -n)
+# HAProxy reserves two descriptors per connection (client and server side)
+# and refuses to start when maxconn does not fit the limit.
+HAPROXY_MAXCONN=$(( (FD_LIMIT - 300) / 2 < IDLE + 100 ? (FD_LIMIT - 300) / 2 : IDLE + 100 ))
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -166,8 +170,11 @@ idle_memory() { # name port pids…
     held=$(fds "$@")
     kill "$idler" 2>/dev/null || true
     wait "$idler" 2>/dev/null || true
-    IDLE_ROWS+=("| $name | $((before / 1024)) | $((after / 1024)) | $(awk -v a="$after" -v b="$before" -v n="$IDLE" 'BEGIN {printf "%.2f", (a - b) / n}') | $held | $(grep -c holding "$WORK/idle-$name.txt" || true) |")
-    echo "$name: RSS $((before / 1024)) MiB idle, $((after / 1024)) MiB with $IDLE connections ($held descriptors open)" >&2
+    local holding
+    holding=$(awk '/holding/ {print $3}' "$WORK/idle-$name.txt")
+    holding=${holding:-0}
+    IDLE_ROWS+=("| $name | $((before / 1024)) | $((after / 1024)) | $(awk -v a="$after" -v b="$before" -v n="$holding" 'BEGIN {printf "%.1f", n ? (a - b) / n : 0}') | $holding | $held |")
+    echo "$name: RSS $((before / 1024)) MiB idle, $((after / 1024)) MiB holding $holding connections ($held descriptors open)" >&2
 }
 IDLE_ROWS=()
 
@@ -214,7 +221,7 @@ fi
 cat >"$WORK/haproxy.cfg" <<EOF
 global
     nbthread $THREADS
-    maxconn 40000
+    maxconn $HAPROXY_MAXCONN
 
 defaults
     mode http
@@ -244,10 +251,10 @@ fi
 mkdir -p "$WORK/nginx"
 cat >"$WORK/nginx.conf" <<EOF
 worker_processes $THREADS;
-worker_rlimit_nofile 65536;
+worker_rlimit_nofile $FD_LIMIT;
 pid $WORK/nginx.pid;
 error_log $WORK/nginx-error.log warn;
-events { worker_connections 40000; }
+events { worker_connections $((FD_LIMIT - 100)); }
 http {
     access_log off;
     client_body_temp_path $WORK/nginx;
@@ -288,7 +295,7 @@ echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
 if ((${#IDLE_ROWS[@]})); then
     echo
-    echo "| proxy | RSS idle MiB | RSS with $IDLE idle connections MiB | KiB per connection | descriptors open | client holding |"
+    echo "| proxy | RSS before MiB | RSS with the idle connections MiB | KiB per connection | connections held (of $IDLE) | descriptors open |"
     echo "|---|---:|---:|---:|---:|---:|"
     printf '%s\n' "${IDLE_ROWS[@]}"
 fi
