@@ -22,6 +22,8 @@
 #   DURATION     wrk duration, default 10s
 #   CONNECTIONS  wrk connections, default 64
 #   IDLE         idle connections for the memory figure, default 10000
+#   PROTECT      1 (default): route breaker, outlier detection and retry
+#                budget on; 0: tripline as a plain proxy (what they cost)
 #   ONLY         space-separated subset of: direct tripline haproxy nginx idle
 #   CARGO_TARGET_DIR  where cargo builds (default: target/ of the workspace)
 set -euo pipefail
@@ -36,6 +38,7 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 IDLE=${IDLE:-10000}
 ONLY=${ONLY:-direct tripline haproxy nginx idle}
+PROTECT=${PROTECT:-1}
 
 UPSTREAM_PORT=18080
 TRIPLINE_PORT=18081
@@ -185,6 +188,13 @@ wait_port $UPSTREAM_PORT
 want direct && measure direct $UPSTREAM_PORT
 
 # --- tripline --------------------------------------------------------------
+ROUTE_PROTECTION=""
+CLUSTER_PROTECTION=""
+if [[ $PROTECT == 1 ]]; then
+    ROUTE_PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
+retry = { attempts = 2, budget = { ratio = 0.2 } }'
+    CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
+fi
 cat >"$WORK/tripline.toml" <<EOF
 [proxy]
 header_read_timeout = "300s"
@@ -199,12 +209,11 @@ address = "127.0.0.1:$ADMIN_PORT"
 [[routes]]
 name = "bench"
 cluster = "upstream"
-breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
-retry = { attempts = 2, budget = { ratio = 0.2 } }
+$ROUTE_PROTECTION
 
 [clusters.upstream]
 endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
-outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }
+$CLUSTER_PROTECTION
 EOF
 if want tripline || want idle; then
     taskset -c "$PROXY_CPUS" "$TRIPLINE" proxy --config "$WORK/tripline.toml" \
@@ -212,7 +221,7 @@ if want tripline || want idle; then
     TRIPLINE_PID=$!
     PIDS+=("$TRIPLINE_PID")
     wait_port $TRIPLINE_PORT
-    want tripline && measure "tripline ($RUNTIME, $THREADS thread)" $TRIPLINE_PORT "$TRIPLINE_PID"
+    want tripline && measure "tripline ($RUNTIME, $THREADS thread$([[ $PROTECT == 1 ]] || echo ", unprotected"))" $TRIPLINE_PORT "$TRIPLINE_PID"
     want idle && idle_memory tripline $TRIPLINE_PORT "$TRIPLINE_PID"
     kill "$TRIPLINE_PID"
 fi
