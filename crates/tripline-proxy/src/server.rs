@@ -243,14 +243,18 @@ async fn serve<S>(
         let inner = inner.clone();
         let smuggled = conflict.load(std::sync::atomic::Ordering::Acquire)
             && req.headers().contains_key(http::header::TRANSFER_ENCODING);
-        async move {
+        // Boxed: hyper keeps a slot the size of this future in every
+        // connection, idle ones included; a pointer keeps idle keep-alive
+        // connections small (see benches/README.md, HTTP proxy) for one
+        // allocation per request.
+        Box::pin(async move {
             if smuggled {
                 let response = Rejection::new(Reason::ProtocolError, None).response();
                 inner.metrics.observe(None, &response);
                 return Ok::<_, std::convert::Infallible>(response);
             }
             Ok(handle(&inner, req, peer).await)
-        }
+        })
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
