@@ -43,6 +43,7 @@ mod fault;
 mod locate;
 mod protect;
 mod route;
+mod tls;
 mod validate;
 mod validate_protect;
 
@@ -62,6 +63,7 @@ pub use protect::{
     RateLimitSection, UPSTREAM_FAILURE,
 };
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
+pub use tls::{AlpnProtocol, ClusterTls, ListenerTls};
 pub(crate) use validate_protect::breaker_family;
 
 /// A whole proxy config file.
@@ -141,6 +143,10 @@ impl Default for ProxySection {
 pub struct ListenerSection {
     /// `ip:port`; port 0 picks a free port (tests).
     pub address: String,
+    /// TLS, with HTTP/2 and HTTP/1.1 offered by ALPN; absent: cleartext
+    /// (HTTP/1.1, and h2c with prior knowledge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
 }
 
 impl ProxyConfig {

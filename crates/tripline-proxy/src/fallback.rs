@@ -37,7 +37,7 @@ use tripline::cluster::Cluster;
 use tripline::timeout::Deadline;
 
 use crate::body::{ProxyBody, RequestBody, full};
-use crate::config::{ConfigError, FALLBACK_CAUSES, ProxyConfig, RouteSection, UPSTREAM_FAILURE};
+use crate::config::{ConfigError, FALLBACK_CAUSES, RouteSection, UPSTREAM_FAILURE};
 use crate::rejection::{FLAG_HEADER, REJECTED_HEADER, Reason};
 use crate::route::{Route, is_idempotent};
 
@@ -77,8 +77,8 @@ impl RouteFallback {
     pub(crate) fn build(
         at: &str,
         section: &RouteSection,
-        config: &ProxyConfig,
         clusters: &std::collections::BTreeMap<String, Cluster>,
+        upstreams: &std::collections::BTreeMap<String, crate::upstream::ClusterUpstream>,
         clock: &SharedClock,
     ) -> Result<Option<RouteFallback>, ConfigError> {
         let Some(f) = &section.fallback else {
@@ -110,14 +110,19 @@ impl RouteFallback {
                     grpc_failure_codes: section.grpc_failure_codes.clone(),
                     ..RouteSection::default()
                 };
-                let protocol = config
-                    .clusters
-                    .get(name)
-                    .map(|c| c.protocol)
-                    .unwrap_or_default();
+                let upstream =
+                    upstreams
+                        .get(name)
+                        .map(|u| u.upstream.clone())
+                        .ok_or_else(|| {
+                            ConfigError::invalid(
+                                format!("{at}.fallback.cluster"),
+                                "names no cluster",
+                            )
+                        })?;
                 let at = format!("{at}.fallback");
                 Kind::Cluster(Box::new(Route::build(
-                    &at, &secondary, cluster, protocol, clock,
+                    &at, &secondary, cluster, upstream, clock,
                 )?))
             }
             (None, None) => {

@@ -44,7 +44,10 @@
 //!
 //! HTTP/1.1 both ways with keep-alive pools per endpoint, h2c (HTTP/2 with
 //! prior knowledge) from clients and to clusters marked `protocol = "h2c"`,
-//! streamed bodies,
+//! TLS (rustls on `ring`) on listeners with HTTP/2 and HTTP/1.1 chosen by
+//! ALPN, and to clusters (private CA or built-in roots, server name, ALPN,
+//! HTTP/2 when the endpoint picks it), DNS re-resolution of endpoint names
+//! (`dns_refresh`; addresses that stay keep their state), streamed bodies,
 //! graceful drain, request-smuggling refusal, route breakers, endpoint
 //! breakers with outlier ejection, budgeted retries and deadlines,
 //! Prometheus metrics on an admin listener; rate limits (`governor`, per
@@ -59,8 +62,9 @@
 //! listener's `/api/faults`, each with a TTL); a JSON access log written
 //! off the request path (`[access_log]`); [reload](Proxy::reload) keeping
 //! breaker state where identity did not change (`tripline proxy` reloads
-//! on SIGHUP); config errors naming file, line and field. Not yet: TLS
-//! (and so HTTP/2 over TLS), DNS re-resolution.
+//! on SIGHUP); config errors naming file, line and field.; a choice of runtime
+//! ([`Threading`]: work-stealing, or one single-threaded runtime per core
+//! on `SO_REUSEPORT` listeners). Not yet: client certificates (mTLS).
 
 #![forbid(unsafe_code)]
 
@@ -68,6 +72,7 @@ mod access_log;
 mod admin;
 pub mod body;
 pub mod config;
+mod dns;
 pub mod fallback;
 pub mod fault;
 mod forward;
@@ -81,10 +86,14 @@ mod ratelimit;
 pub mod rejection;
 mod reload;
 mod route;
+mod runtime;
 mod server;
 mod smuggling;
 mod table;
+mod tls;
+mod upstream;
 
 pub use proxy::{Proxy, ProxyBuilder};
 pub use reload::ReloadReport;
+pub use runtime::Threading;
 pub use server::{Drained, Running};

@@ -5,16 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tripline::CircuitBreaker;
 use tripline::budget::RetryBudget;
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
 use crate::access_log::AccessLog;
-use crate::body::ProxyBody;
 use crate::config::{ConfigError, ProxyConfig};
 use crate::fault::{Dice, Faults};
 use crate::metrics::ProxyMetrics;
@@ -31,16 +27,15 @@ pub(crate) struct Inner {
     /// The config the proxy started with: its listeners, admin listener,
     /// process-wide settings and access log (a reload does not rebind).
     pub(crate) config: ProxyConfig,
-    /// Routes and clusters, replaced whole by a reload.
+    /// Routes, clusters and their clients, replaced whole by a reload.
     pub(crate) table: ArcSwap<Table>,
     /// The clock of every breaker, budget, outlier detector and fault TTL.
     pub(crate) clock: SharedClock,
     /// Reloads one at a time.
     pub(crate) reloading: Mutex<()>,
-    /// HTTP/1.1 upstreams.
-    pub(crate) client: Client<HttpConnector, ProxyBody>,
-    /// h2c upstreams (HTTP/2 with prior knowledge).
-    pub(crate) h2c: Client<HttpConnector, ProxyBody>,
+    /// Each listener's TLS acceptor, in listener order (`None`: cleartext);
+    /// listeners are bound at start, so a reload does not change them.
+    pub(crate) acceptors: Vec<Option<tokio_rustls::TlsAcceptor>>,
     /// Everything above, exported; and the proxy's own counters.
     pub(crate) metrics: ProxyMetrics,
     /// Faults injected for drills (configured, and switched on at run time).
@@ -78,8 +73,18 @@ impl ProxyBuilder {
     pub fn build(self) -> Result<Proxy, ConfigError> {
         let config = self.config;
         config.validate()?;
+        let upstreams = crate::upstream::build(&config, |_| None)?;
+        let acceptors = config
+            .listeners
+            .iter()
+            .enumerate()
+            .map(|(i, l)| match &l.tls {
+                Some(tls) => crate::tls::acceptor(&format!("listeners[{i}]"), tls).map(Some),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let clusters = build_clusters(&config, &self.clock, |_| None)?;
-        let routes = build_routes(&config, &clusters, &self.clock)?;
+        let routes = build_routes(&config, &clusters, &upstreams, &self.clock)?;
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
         let faults = Faults::new(&config, self.clock.clone(), dice);
         let access_log = AccessLog::new(&config.access_log);
@@ -88,22 +93,11 @@ impl ProxyBuilder {
             access_log.register(registry, prefix);
         })?;
         let counters = metrics.route_counters(&routes);
-        let p = &config.proxy;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(p.connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(p.pool_idle_timeout)
-            .pool_max_idle_per_host(p.pool_max_idle_per_endpoint)
-            .build(connector.clone());
-        let h2c = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(p.pool_idle_timeout)
-            .http2_only(true)
-            .build(connector);
         let table = Table {
             config: Arc::new(config.clone()),
             routes,
             clusters,
+            upstreams,
             counters,
         };
         Ok(Proxy {
@@ -112,8 +106,7 @@ impl ProxyBuilder {
                 table: ArcSwap::from_pointee(table),
                 clock: self.clock,
                 reloading: Mutex::new(()),
-                client,
-                h2c,
+                acceptors,
                 metrics,
                 faults,
                 access_log,

@@ -95,7 +95,11 @@ impl Proxy {
             same.then(|| old.clusters.get(name).cloned()).flatten()
         };
         let clusters = build_clusters(&config, &inner.clock, kept_cluster)?;
-        let mut routes = build_routes(&config, &clusters, &inner.clock)?;
+        let upstreams = crate::upstream::build(&config, |name| {
+            let same = old.config.clusters.get(name) == config.clusters.get(name);
+            same.then(|| old.upstreams.get(name).cloned()).flatten()
+        })?;
+        let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock)?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {
             let before = old.routes.iter().zip(&old.config.routes);
@@ -149,6 +153,7 @@ impl Proxy {
             config: Arc::new(config),
             routes,
             clusters,
+            upstreams,
             counters,
         }));
         Ok(report)

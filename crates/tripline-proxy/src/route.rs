@@ -11,16 +11,17 @@ use tripline::bulkhead::Bulkhead;
 use tripline::clock::SharedClock;
 use tripline::cluster::{Cluster, EndpointOutcome};
 
-use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection, UpstreamProtocol};
+use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection};
 use crate::guard::Guard;
+use crate::upstream::Upstream;
 
 /// One route, built from its config section.
 pub(crate) struct Route {
     pub(crate) name: Arc<str>,
     matcher: Matcher,
     pub(crate) cluster: Cluster,
-    /// What the cluster's endpoints speak.
-    pub(crate) protocol: UpstreamProtocol,
+    /// The client of the cluster's endpoints (its scheme, TLS and protocol).
+    pub(crate) upstream: Upstream,
     pub(crate) breaker: Option<CircuitBreaker>,
     pub(crate) bulkhead: Option<Bulkhead>,
     pub(crate) budget: RetryBudget,
@@ -46,7 +47,7 @@ impl Route {
         at: &str,
         section: &RouteSection,
         cluster: Cluster,
-        protocol: UpstreamProtocol,
+        upstream: Upstream,
         clock: &SharedClock,
     ) -> Result<Route, ConfigError> {
         let invalid = |field: &str, e: &dyn std::fmt::Display| {
@@ -104,7 +105,7 @@ impl Route {
             name: section.name.as_str().into(),
             matcher,
             cluster,
-            protocol,
+            upstream,
             breaker,
             bulkhead,
             budget,

@@ -2,7 +2,7 @@
 //!
 //! Each accepted connection is served on its own task by hyper: HTTP/1.1,
 //! or HTTP/2 when the client opens with the HTTP/2 preface (h2c with prior
-//! knowledge), with `TCP_NODELAY` set and a bound on how long the client may
+//! knowledge, or HTTP/2 picked by ALPN on a TLS listener), with `TCP_NODELAY` set and a bound on how long the client may
 //! take to send a request's headers. On shutdown the listeners stop
 //! accepting, every connection is asked to finish its request in flight
 //! and then close (keep-alive ends), and the proxy waits for them — up to
@@ -17,13 +17,16 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::forward::handle;
 use crate::proxy::{Inner, Proxy};
 use crate::rejection::{Reason, Rejection};
+use crate::runtime::Binding;
 use crate::smuggling::Guarded;
 
 /// A proxy serving its listeners; dropping it does not stop it, call
@@ -61,19 +64,47 @@ pub struct Drained {
 impl Proxy {
     /// Binds every listener and starts serving; returns once all are bound.
     pub async fn start(&self) -> io::Result<Running> {
-        let access_log = self.inner.access_log.start_writer().await?;
+        self.start_with(&Binding::Alone).await
+    }
+
+    /// [`start`](Proxy::start), binding as `binding` says (one of several
+    /// per-core runtimes shares the ports, and only the first serves admin
+    /// and refreshes DNS).
+    pub(crate) async fn start_with(&self, binding: &Binding) -> io::Result<Running> {
+        // One writer per proxy: the first runtime's (per core, the others
+        // send their lines to the same queue).
+        let access_log = match binding.is_first() {
+            true => self.inner.access_log.start_writer().await?,
+            false => None,
+        };
         let (stop, stop_rx) = watch::channel(RUNNING);
         let (alive, connections) = mpsc::channel(1);
         let mut addrs = Vec::new();
         let mut accept = JoinSet::new();
-        for l in &self.inner.config.listeners {
-            let listener = TcpListener::bind(l.address.as_str()).await?;
+        for (i, l) in self.inner.config.listeners.iter().enumerate() {
+            let listener = binding.bind(i, &l.address).await?;
             addrs.push(listener.local_addr()?);
             let inner = self.inner.clone();
-            accept.spawn(accept_loop(listener, inner, stop_rx.clone(), alive.clone()));
+            let tls = self.inner.acceptors.get(i).cloned().flatten();
+            accept.spawn(accept_loop(
+                listener,
+                inner,
+                tls,
+                stop_rx.clone(),
+                alive.clone(),
+            ));
         }
         let mut admin = None;
-        if let Some(section) = &self.inner.config.admin {
+        if binding.is_first() {
+            crate::dns::spawn_refreshers(&self.inner, &mut accept);
+        }
+        if let Some(section) = self
+            .inner
+            .config
+            .admin
+            .as_ref()
+            .filter(|_| binding.is_first())
+        {
             let listener = TcpListener::bind(section.address.as_str()).await?;
             admin = Some(listener.local_addr()?);
             accept.spawn(crate::admin::accept_loop(
@@ -137,7 +168,7 @@ impl Running {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
@@ -163,11 +194,25 @@ async fn shutdown_signal() {
 async fn accept_loop(
     listener: TcpListener,
     inner: Arc<Inner>,
+    tls: Option<TlsAcceptor>,
     stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
 ) {
     accept_until_drain(listener, stop, "accept failed", |stream, peer, stop| {
-        tokio::spawn(serve(stream, peer, inner.clone(), stop, alive.clone()));
+        let _ = stream.set_nodelay(true);
+        let (inner, alive) = (inner.clone(), alive.clone());
+        match &tls {
+            None => drop(tokio::spawn(serve(stream, peer, inner, stop, alive))),
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let limit = inner.config.proxy.header_read_timeout;
+                    if let Some(stream) = crate::tls::handshake(&acceptor, stream, limit).await {
+                        serve(stream, peer, inner, stop, alive).await;
+                    }
+                });
+            }
+        }
     })
     .await;
 }
@@ -197,28 +242,34 @@ pub(crate) async fn accept_until_drain(
     }
 }
 
-async fn serve(
-    stream: TcpStream,
+/// Serves one connection, cleartext or (after the handshake) TLS.
+async fn serve<S>(
+    stream: S,
     peer: SocketAddr,
     inner: Arc<Inner>,
     mut stop: watch::Receiver<u8>,
     _alive: mpsc::Sender<()>,
-) {
-    let _ = stream.set_nodelay(true);
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let header_read_timeout = inner.config.proxy.header_read_timeout;
     let (stream, conflict) = Guarded::new(stream);
     let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
         let inner = inner.clone();
         let smuggled = conflict.load(std::sync::atomic::Ordering::Acquire)
             && req.headers().contains_key(http::header::TRANSFER_ENCODING);
-        async move {
+        // Boxed: hyper keeps a slot the size of this future in every
+        // connection, idle ones included; a pointer keeps idle keep-alive
+        // connections small (see benches/README.md, HTTP proxy) for one
+        // allocation per request.
+        Box::pin(async move {
             if smuggled {
                 let response = Rejection::new(Reason::ProtocolError, None).response();
                 inner.metrics.observe(None, &response);
                 return Ok::<_, std::convert::Infallible>(response);
             }
             Ok(handle(&inner, req, peer).await)
-        }
+        })
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder

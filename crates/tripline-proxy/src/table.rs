@@ -12,12 +12,15 @@ use crate::config::{ConfigError, ProxyConfig};
 use crate::fallback::RouteFallback;
 use crate::metrics::RouteCounters;
 use crate::route::Route;
+use crate::upstream::ClusterUpstream;
 
 /// Routes and clusters of one config.
 pub(crate) struct Table {
     pub(crate) config: Arc<ProxyConfig>,
     pub(crate) routes: Vec<Route>,
     pub(crate) clusters: BTreeMap<String, Cluster>,
+    /// Each cluster's client (cleartext ones share theirs), by cluster name.
+    pub(crate) upstreams: BTreeMap<String, ClusterUpstream>,
     /// One per route, in route order.
     pub(crate) counters: Vec<RouteCounters>,
 }
@@ -55,10 +58,12 @@ pub(crate) fn build_clusters(
     Ok(clusters)
 }
 
-/// Builds every route of `config` over `clusters`, with fresh policies.
+/// Builds every route of `config` over `clusters` and their clients, with
+/// fresh policies.
 pub(crate) fn build_routes(
     config: &ProxyConfig,
     clusters: &BTreeMap<String, Cluster>,
+    upstreams: &BTreeMap<String, ClusterUpstream>,
     clock: &SharedClock,
 ) -> Result<Vec<Route>, ConfigError> {
     let mut routes = Vec::with_capacity(config.routes.len());
@@ -68,13 +73,12 @@ pub(crate) fn build_routes(
             .get(&section.cluster)
             .cloned()
             .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
-        let protocol = config
-            .clusters
+        let upstream = upstreams
             .get(&section.cluster)
-            .map(|c| c.protocol)
-            .unwrap_or_default();
-        let mut route = Route::build(&at, section, cluster, protocol, clock)?;
-        route.guard.fallback = RouteFallback::build(&at, section, config, clusters, clock)?;
+            .map(|u| u.upstream.clone())
+            .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
+        let mut route = Route::build(&at, section, cluster, upstream, clock)?;
+        route.guard.fallback = RouteFallback::build(&at, section, clusters, upstreams, clock)?;
         routes.push(route);
     }
     Ok(routes)

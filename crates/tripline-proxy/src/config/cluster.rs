@@ -1,6 +1,8 @@
 //! A cluster: the endpoints that serve routes, how calls are spread over
 //! them, and their per-endpoint breakers and outlier detection.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use tripline::CircuitBreakerConfig;
 use tripline::cluster::Balancer;
@@ -10,9 +12,19 @@ use tripline::outlier::OutlierConfig;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterSection {
-    /// Static endpoints, `host:port` (an IP address or a name resolved when
-    /// connecting).
+    /// Endpoints, `host:port`: an IP address, or a name — resolved when
+    /// connecting, or every `dns_refresh` into one endpoint per address.
     pub endpoints: Vec<String>,
+    /// How often endpoint names are resolved again; the cluster's endpoints
+    /// follow the answers (an address that stays keeps its breaker and
+    /// outlier state). Absent: names are resolved by each new connection,
+    /// and a name is one endpoint whatever it resolves to.
+    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    pub dns_refresh: Option<Duration>,
+    /// TLS to the endpoints (HTTPS, and HTTP/2 when ALPN picks `h2`);
+    /// absent: cleartext.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<super::ClusterTls>,
     /// How requests are spread over the endpoints.
     pub balancer: BalancerName,
     /// The protocol spoken to the endpoints.

@@ -70,6 +70,7 @@ impl ProxyConfig {
                     ));
                 }
             }
+            super::tls::validate_cluster(&at, cluster)?;
             cluster
                 .to_library(name)
                 .validate()

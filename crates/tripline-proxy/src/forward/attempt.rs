@@ -11,7 +11,6 @@ use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{ProxyBody, RequestBody, Tracked};
-use crate::config::UpstreamProtocol;
 use crate::grpc;
 use crate::headers::strip_hop_by_hop;
 use crate::proxy::Inner;
@@ -182,16 +181,13 @@ pub(super) async fn send(
 ) -> Tried {
     let Ready { lease, body } = ready;
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
-    let Ok(request) = upstream_request(parts, lease.endpoint().address(), body, deadline) else {
+    let Ok(uri) = route.upstream.uri(lease.endpoint().address(), parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
+    let request = upstream_request(parts, uri, body, deadline);
     let limit = match (route.timeout.per_try, remaining) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    };
-    let client = match route.protocol {
-        UpstreamProtocol::Http1 => &proxy.client,
-        UpstreamProtocol::H2c => &proxy.h2c,
     };
     let fault = proxy
         .faults
@@ -200,9 +196,8 @@ pub(super) async fn send(
         fault.delay().await;
         match fault.abort() {
             Some(answer) => Ok(answer),
-            None => {
-                (client.request(request).await).map(|r| r.map(|b| b.map_err(Into::into).boxed()))
-            }
+            None => (route.upstream.request(request).await)
+                .map(|r| r.map(|b| b.map_err(Into::into).boxed())),
         }
     };
     let result = match limit {
@@ -280,20 +275,14 @@ fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
     }
 }
 
-/// The request for the endpoint at `address`: same method, path, query
+/// The request for the endpoint `uri` names: same method, path, query
 /// and (already cleaned) headers, the remaining deadline forwarded.
 fn upstream_request(
     parts: &Parts,
-    address: &str,
+    uri: Uri,
     body: ProxyBody,
     deadline: Option<Deadline>,
-) -> Result<Request<ProxyBody>, http::Error> {
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let uri = Uri::builder()
-        .scheme("http")
-        .authority(address)
-        .path_and_query(path)
-        .build()?;
+) -> Request<ProxyBody> {
     let mut request = Request::new(body);
     *request.method_mut() = parts.method.clone();
     *request.uri_mut() = uri;
@@ -311,5 +300,5 @@ fn upstream_request(
     if let Some(d) = deadline {
         d.write_headers(request.headers_mut(), &TokioClock);
     }
-    Ok(request)
+    request
 }

@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The proxy benchmark: one hyper upstream on loopback, measured in the same
+# run directly, through `tripline proxy` (route breaker, cluster outlier
+# detection and retry budget on), through HAProxy and through nginx (both
+# plain reverse proxies keeping connections to the upstream alive).
+#
+# For each: wrk -t2 -c64 -d10s --latency (after a 2 s warm-up), req/s,
+# p50/p99, the proxy's CPU seconds per 1 000 requests (utime + stime of
+# every process of the proxy, from /proc/PID/stat before and after), and
+# the resident memory of each proxy holding 10 000 idle keep-alive
+# connections.
+#
+# A benchmark, not a test: CI does not run it. Needs root (or sudo) the
+# first time, to install wrk, haproxy and nginx-light from Debian.
+#
+# Environment:
+#   PROXY_CPUS   CPUs the proxies run on (taskset list), default "1"
+#   LOAD_CPUS    CPUs wrk and the upstream run on, default "0"
+#                (PROXY_CPUS=0,1 LOAD_CPUS=0,1: nothing pinned apart)
+#   THREADS      threads / workers of every proxy, default 1
+#   RUNTIME      tripline's --runtime: per-core (default) or multi-thread
+#   DURATION     wrk duration, default 10s
+#   CONNECTIONS  wrk connections, default 64
+#   IDLE         idle connections for the memory figure, default 10000
+#   PROTECT      1 (default): route breaker, outlier detection and retry
+#                budget on; 0: tripline as a plain proxy (what they cost)
+#   ONLY         space-separated subset of: direct tripline haproxy nginx idle
+#   CARGO_TARGET_DIR  where cargo builds (default: target/ of the workspace)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+PROXY_CPUS=${PROXY_CPUS:-1}
+LOAD_CPUS=${LOAD_CPUS:-0}
+THREADS=${THREADS:-1}
+RUNTIME=${RUNTIME:-per-core}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+IDLE=${IDLE:-10000}
+ONLY=${ONLY:-direct tripline haproxy nginx idle}
+PROTECT=${PROTECT:-1}
+
+UPSTREAM_PORT=18080
+TRIPLINE_PORT=18081
+HAPROXY_PORT=18082
+NGINX_PORT=18083
+ADMIN_PORT=18091
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+LOAD_AT_START=$(cut -d" " -f1-3 /proc/loadavg)
+
+# --- tools -----------------------------------------------------------------
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v haproxy >/dev/null || missing+=(haproxy)
+command -v nginx >/dev/null || missing+=(nginx-light)
+if ((${#missing[@]})); then
+    SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+    echo "installing ${missing[*]}" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "building (release)" >&2
+(cd "$ROOT" && cargo build --release -q -p tripline-cli --bin tripline \
+    && cargo build --release -q -p tripline-benches --features proxy \
+        --example proxy-upstream --example proxy-idle)
+TRIPLINE=$TARGET/release/tripline
+UPSTREAM=$TARGET/release/examples/proxy-upstream
+IDLER=$TARGET/release/examples/proxy-idle
+
+# 10 000 idle connections need descriptors: the client's, each proxy's.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+FD_LIMIT=$(ulimit -n)
+# HAProxy reserves two descriptors per connection (client and server side)
+# and refuses to start when maxconn does not fit the limit.
+HAPROXY_MAXCONN=$(( (FD_LIMIT - 300) / 2 < IDLE + 100 ? (FD_LIMIT - 300) / 2 : IDLE + 100 ))
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_port() { # port
+    for _ in $(seq 100); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on $1" >&2
+    return 1
+}
+
+# CPU ticks (utime + stime) of the given pids and their children.
+ticks() {
+    local total=0 pid
+    for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+        [[ -r /proc/$pid/stat ]] || continue
+        # Fields after the command (which may hold spaces): utime is 14, stime 15.
+        read -r -a f <<<"$(sed 's/^.*) //' "/proc/$pid/stat")"
+        total=$((total + f[11] + f[12]))
+    done
+    echo "$total"
+}
+
+rss_kib() { # pids… (children included)
+    local total=0 pid
+    for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+        total=$((total + $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
+    done
+    echo "$total"
+}
+
+fds() { # pids…
+    local total=0 pid
+    for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+        total=$((total + $(ls "/proc/$pid/fd" 2>/dev/null | wc -l)))
+    done
+    echo "$total"
+}
+
+to_ms() { # wrk's "1.23ms" / "456.00us" / "1.01s" → ms
+    awk -v v="$1" 'BEGIN {
+        n = v + 0; u = v; sub(/^[0-9.]+/, "", u);
+        if (u == "us") n /= 1000; else if (u == "s") n *= 1000;
+        printf "%.3f", n }'
+}
+
+HZ=$(getconf CLK_TCK)
+ROWS=()
+
+measure() { # name port pids…
+    local name=$1 port=$2; shift 2
+    local load=(taskset -c "$LOAD_CPUS" wrk -t2 -c"$CONNECTIONS")
+    "${load[@]}" -d2s "http://127.0.0.1:$port/" >/dev/null
+    local before after out
+    before=$( (($#)) && ticks "$@" || echo 0)
+    out=$("${load[@]}" -d"$DURATION" --latency "http://127.0.0.1:$port/")
+    after=$( (($#)) && ticks "$@" || echo 0)
+    echo "$out" >"$WORK/wrk-$name.txt"
+    local rps p50 p99 requests errors cpu
+    rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+    p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+    p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    errors=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(/,/, ""); n += $4 + $6 + $8 + $10} END {print n + 0}' <<<"$out")
+    if (($#)); then
+        cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v r="$requests" \
+            'BEGIN {printf "%.4f", t / hz / (r / 1000)}')
+    else
+        cpu="–"
+    fi
+    ROWS+=("| $name | $rps | $p50 | $p99 | $cpu | $errors |")
+    echo "$name: $rps req/s, p50 $p50 ms, p99 $p99 ms, $cpu CPU s/1000 req, $errors errors" >&2
+}
+
+idle_memory() { # name port pids…
+    local name=$1 port=$2; shift 2
+    local before after held
+    before=$(rss_kib "$@")
+    "$IDLER" "127.0.0.1:$port" "$IDLE" >"$WORK/idle-$name.txt" 2>&1 &
+    local idler=$!
+    for _ in $(seq 600); do
+        grep -q holding "$WORK/idle-$name.txt" && break
+        kill -0 "$idler" 2>/dev/null || break
+        sleep 0.1
+    done
+    sleep 1
+    after=$(rss_kib "$@")
+    held=$(fds "$@")
+    kill "$idler" 2>/dev/null || true
+    wait "$idler" 2>/dev/null || true
+    local holding
+    holding=$(awk '/holding/ {print $3}' "$WORK/idle-$name.txt")
+    holding=${holding:-0}
+    IDLE_ROWS+=("| $name | $((before / 1024)) | $((after / 1024)) | $(awk -v a="$after" -v b="$before" -v n="$holding" 'BEGIN {printf "%.1f", n ? (a - b) / n : 0}') | $holding | $held |")
+    echo "$name: RSS $((before / 1024)) MiB idle, $((after / 1024)) MiB holding $holding connections ($held descriptors open)" >&2
+}
+IDLE_ROWS=()
+
+# --- upstream --------------------------------------------------------------
+taskset -c "$LOAD_CPUS" "$UPSTREAM" "127.0.0.1:$UPSTREAM_PORT" 1 >"$WORK/upstream.log" 2>&1 &
+PIDS+=($!)
+wait_port $UPSTREAM_PORT
+want direct && measure direct $UPSTREAM_PORT
+
+# --- tripline --------------------------------------------------------------
+ROUTE_PROTECTION=""
+CLUSTER_PROTECTION=""
+if [[ $PROTECT == 1 ]]; then
+    ROUTE_PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
+retry = { attempts = 2, budget = { ratio = 0.2 } }'
+    CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
+fi
+cat >"$WORK/tripline.toml" <<EOF
+[proxy]
+header_read_timeout = "300s"
+pool_max_idle_per_endpoint = 256
+
+[[listeners]]
+address = "127.0.0.1:$TRIPLINE_PORT"
+
+[admin]
+address = "127.0.0.1:$ADMIN_PORT"
+
+[[routes]]
+name = "bench"
+cluster = "upstream"
+$ROUTE_PROTECTION
+
+[clusters.upstream]
+endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
+$CLUSTER_PROTECTION
+EOF
+if want tripline || want idle; then
+    taskset -c "$PROXY_CPUS" "$TRIPLINE" proxy --config "$WORK/tripline.toml" \
+        --threads "$THREADS" --runtime "$RUNTIME" >"$WORK/tripline.log" 2>&1 &
+    TRIPLINE_PID=$!
+    PIDS+=("$TRIPLINE_PID")
+    wait_port $TRIPLINE_PORT
+    want tripline && measure "tripline ($RUNTIME, $THREADS thread$([[ $PROTECT == 1 ]] || echo ", unprotected"))" $TRIPLINE_PORT "$TRIPLINE_PID"
+    want idle && idle_memory tripline $TRIPLINE_PORT "$TRIPLINE_PID"
+    kill "$TRIPLINE_PID"
+fi
+
+# --- HAProxy ---------------------------------------------------------------
+cat >"$WORK/haproxy.cfg" <<EOF
+global
+    nbthread $THREADS
+    maxconn $HAPROXY_MAXCONN
+
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 300s
+    timeout server 30s
+    timeout http-keep-alive 300s
+
+frontend bench
+    bind 127.0.0.1:$HAPROXY_PORT
+    default_backend upstream
+
+backend upstream
+    server up 127.0.0.1:$UPSTREAM_PORT
+EOF
+if want haproxy || want idle; then
+    taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
+    HAPROXY_PID=$!
+    PIDS+=("$HAPROXY_PID")
+    wait_port $HAPROXY_PORT
+    want haproxy && measure "HAProxy ($THREADS thread)" $HAPROXY_PORT "$HAPROXY_PID"
+    want idle && idle_memory haproxy $HAPROXY_PORT "$HAPROXY_PID"
+    kill "$HAPROXY_PID"
+fi
+
+# --- nginx -----------------------------------------------------------------
+mkdir -p "$WORK/nginx"
+cat >"$WORK/nginx.conf" <<EOF
+worker_processes $THREADS;
+worker_rlimit_nofile $FD_LIMIT;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections $((FD_LIMIT - 100)); }
+http {
+    access_log off;
+    client_body_temp_path $WORK/nginx;
+    proxy_temp_path $WORK/nginx;
+    keepalive_timeout 300s;
+    keepalive_requests 100000000;
+    upstream upstream {
+        server 127.0.0.1:$UPSTREAM_PORT;
+        keepalive 256;
+        keepalive_requests 100000000;
+    }
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        location / {
+            proxy_pass http://upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+EOF
+if want nginx || want idle; then
+    taskset -c "$PROXY_CPUS" nginx -c "$WORK/nginx.conf" -g 'daemon off;' >"$WORK/nginx.log" 2>&1 &
+    NGINX_PID=$!
+    PIDS+=("$NGINX_PID")
+    wait_port $NGINX_PORT
+    want nginx && measure "nginx ($THREADS worker)" $NGINX_PORT "$NGINX_PID"
+    want idle && idle_memory nginx $NGINX_PORT "$NGINX_PID"
+    kill "$NGINX_PID"
+fi
+
+# --- report ----------------------------------------------------------------
+echo
+echo "load average at the start: $LOAD_AT_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg); proxies on CPU $PROXY_CPUS, wrk and upstream on CPU $LOAD_CPUS"
+echo
+echo "| target | req/s | p50 ms | p99 ms | proxy CPU s / 1 000 req | errors |"
+echo "|---|---:|---:|---:|---:|---:|"
+printf '%s\n' "${ROWS[@]}"
+if ((${#IDLE_ROWS[@]})); then
+    echo
+    echo "| proxy | RSS before MiB | RSS with the idle connections MiB | KiB per connection | connections held (of $IDLE) | descriptors open |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${IDLE_ROWS[@]}"
+fi

@@ -1,0 +1,169 @@
+//! The clients that carry requests to a cluster's endpoints.
+//!
+//! Cleartext clusters share two clients (HTTP/1.1 and h2c): their pools
+//! are keyed by endpoint address anyway. A TLS cluster has a client of its
+//! own, because its trust roots, server name and ALPN are its own; its
+//! pool keeps HTTP/1.1 connections alive per endpoint, and an endpoint
+//! that picks `h2` by ALPN gets one multiplexed HTTP/2 connection instead
+//! (hyper's pool does that on its own when the connector reports `h2`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use http::Request;
+use http::request::Parts;
+use http::uri::{Authority, PathAndQuery, Scheme, Uri};
+use hyper_rustls::{HttpsConnector, ResolveServerName};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::{Client, ResponseFuture};
+use hyper_util::rt::TokioExecutor;
+use rustls_pki_types::ServerName;
+
+use crate::body::ProxyBody;
+use crate::config::{ConfigError, ProxyConfig, UpstreamProtocol};
+
+/// How one cluster's requests are sent: cheap to clone, clones share the pool.
+#[derive(Clone)]
+pub(crate) enum Upstream {
+    /// Cleartext: HTTP/1.1, or h2c when the cluster says so.
+    Plain(Client<HttpConnector, ProxyBody>),
+    /// HTTPS, HTTP/2 when ALPN picks it.
+    Tls(Client<HttpsConnector<HttpConnector>, ProxyBody>),
+}
+
+impl Upstream {
+    /// The scheme of the URIs this client takes.
+    pub(crate) fn scheme(&self) -> Scheme {
+        match self {
+            Upstream::Plain(_) => Scheme::HTTP,
+            Upstream::Tls(_) => Scheme::HTTPS,
+        }
+    }
+
+    /// The URI of `parts`'s request at the endpoint `address`: the path
+    /// and query are the client's own, shared rather than copied and
+    /// parsed again; only the endpoint's `host:port` is parsed.
+    pub(crate) fn uri(&self, address: &str, parts: &Parts) -> Result<Uri, http::Error> {
+        let mut uri = http::uri::Parts::default();
+        uri.scheme = Some(self.scheme());
+        uri.authority = Some(Authority::try_from(address)?);
+        uri.path_and_query = Some(match parts.uri.path_and_query() {
+            Some(p) => p.clone(),
+            None => PathAndQuery::from_static("/"),
+        });
+        Ok(Uri::from_parts(uri)?)
+    }
+
+    /// Sends `request` (its URI names the endpoint) on a pooled
+    /// connection, or a new one.
+    pub(crate) fn request(&self, request: Request<ProxyBody>) -> ResponseFuture {
+        match self {
+            Upstream::Plain(client) => client.request(request),
+            Upstream::Tls(client) => client.request(request),
+        }
+    }
+}
+
+/// The host name each resolved endpoint address (`ip:port`) was resolved
+/// from, written by DNS re-resolution: a TLS endpoint reached by address
+/// is still verified against — and sent SNI for — the name in the config.
+pub(crate) type ResolvedNames = Arc<RwLock<HashMap<String, String>>>;
+
+/// One cluster's client and the names its addresses came from (clones
+/// share both).
+#[derive(Clone)]
+pub(crate) struct ClusterUpstream {
+    pub(crate) upstream: Upstream,
+    pub(crate) names: ResolvedNames,
+}
+
+/// Builds every cluster's client, taking the one `keep` gives for a name
+/// instead when it gives one (a reload keeps an unchanged cluster's pool,
+/// and the names its DNS refresher writes).
+pub(crate) fn build(
+    config: &ProxyConfig,
+    keep: impl Fn(&str) -> Option<ClusterUpstream>,
+) -> Result<BTreeMap<String, ClusterUpstream>, ConfigError> {
+    let p = &config.proxy;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(p.connect_timeout));
+    let pooled = || {
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .pool_idle_timeout(p.pool_idle_timeout)
+            .pool_max_idle_per_host(p.pool_max_idle_per_endpoint);
+        builder
+    };
+    let http1 = pooled().build(connector.clone());
+    let h2c = pooled().http2_only(true).build(connector.clone());
+    let mut all = BTreeMap::new();
+    for (name, section) in &config.clusters {
+        if let Some(kept) = keep(name) {
+            all.insert(name.clone(), kept);
+            continue;
+        }
+        let names = ResolvedNames::default();
+        let upstream = match (&section.tls, section.protocol) {
+            (None, UpstreamProtocol::Http1) => Upstream::Plain(http1.clone()),
+            (None, UpstreamProtocol::H2c) => Upstream::Plain(h2c.clone()),
+            (Some(tls), _) => {
+                let at = format!("clusters.{name}");
+                let client_config = crate::tls::client_config(&at, tls)?;
+                let resolver = NameResolver {
+                    fixed: match &tls.server_name {
+                        Some(n) => Some(ServerName::try_from(n.clone()).map_err(|_| {
+                            ConfigError::invalid(
+                                format!("{at}.tls.server_name"),
+                                format!("{n:?} is not a DNS name or IP address"),
+                            )
+                        })?),
+                        None => None,
+                    },
+                    names: names.clone(),
+                };
+                let mut http = connector.clone();
+                // The URI says `https`; the TCP connector must not refuse it.
+                http.enforce_http(false);
+                let https = HttpsConnector::new(http, client_config, true, Arc::new(resolver));
+                Upstream::Tls(pooled().build(https))
+            }
+        };
+        all.insert(name.clone(), ClusterUpstream { upstream, names });
+    }
+    Ok(all)
+}
+
+/// The server name of a TLS endpoint: the configured `server_name`, else
+/// the name the endpoint's address was resolved from, else its host.
+struct NameResolver {
+    fixed: Option<ServerName<'static>>,
+    names: ResolvedNames,
+}
+
+impl ResolveServerName for NameResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+    ) -> Result<ServerName<'static>, Box<dyn std::error::Error + Sync + Send>> {
+        if let Some(name) = &self.fixed {
+            return Ok(name.clone());
+        }
+        let resolved = uri.authority().and_then(|a| {
+            let names = self.names.read().unwrap_or_else(|e| e.into_inner());
+            names.get(a.as_str()).cloned()
+        });
+        let host = match resolved {
+            Some(name) => name,
+            None => {
+                let host = uri.host().unwrap_or_default();
+                let host = host
+                    .strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .unwrap_or(host);
+                host.to_owned()
+            }
+        };
+        Ok(ServerName::try_from(host)?)
+    }
+}
