@@ -1,0 +1,388 @@
+//! The drill file as written, and its validation into a [`Drill`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+use tripline_proxy::config::{AbortSection, DelaySection};
+
+use super::{AbortRule, Drill, Expectations, Load, Phase, Target, UpstreamSpec};
+use crate::DrillError;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDrill {
+    name: Option<String>,
+    #[serde(default)]
+    watch: Vec<String>,
+    compare_breaker: Option<String>,
+    target: RawTarget,
+    load: RawLoad,
+    #[serde(default, rename = "phase")]
+    phases: Vec<Spanned<RawPhase>>,
+    abort: Option<Spanned<RawAbort>>,
+    expect: Spanned<RawExpect>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    admin: Option<String>,
+    url: Option<String>,
+    in_process: Option<String>,
+    proxy: Option<String>,
+    #[serde(default)]
+    upstreams: BTreeMap<String, UpstreamSpec>,
+    #[serde(default)]
+    seed: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    rate: f64,
+    #[serde(with = "humantime_serde")]
+    duration: Duration,
+    #[serde(default = "default_concurrency")]
+    concurrency: usize,
+    #[serde(default = "default_paths")]
+    paths: Vec<String>,
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    timeout: Duration,
+}
+
+fn default_concurrency() -> usize {
+    64
+}
+fn default_paths() -> Vec<String> {
+    vec!["/".to_owned()]
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    name: Option<String>,
+    #[serde(with = "humantime_serde")]
+    from: Duration,
+    #[serde(with = "humantime_serde")]
+    to: Duration,
+    route: Option<String>,
+    abort: Option<AbortSection>,
+    delay: Option<DelaySection>,
+    endpoint: Option<String>,
+    header: Option<String>,
+    expect_trip: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAbort {
+    error_rate_above: f64,
+    #[serde(rename = "for", with = "humantime_serde")]
+    sustained: Duration,
+    #[serde(default)]
+    during: During,
+}
+
+#[derive(Deserialize, Default, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum During {
+    #[default]
+    Any,
+    Healthy,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default, with = "humantime_serde")]
+    trip_within: Option<Duration>,
+    false_trips: Option<u64>,
+    max_healthy_rejected: Option<u64>,
+    #[serde(default, with = "humantime_serde")]
+    recover_within: Option<Duration>,
+    max_probes_per_second: Option<u64>,
+    max_retry_amplification: Option<f64>,
+    #[serde(default, with = "humantime_serde")]
+    fault_p99: Option<Duration>,
+}
+
+/// Errors about one place of the file: its line and field.
+struct At<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl At<'_> {
+    fn err(&self, span: std::ops::Range<usize>, field: &str, message: &str) -> DrillError {
+        let line = self.text[..span.start.min(self.text.len())]
+            .bytes()
+            .filter(|b| *b == b'\n')
+            .count()
+            + 1;
+        DrillError::File {
+            file: format!("{}:{line}", self.file),
+            message: format!("{field}: {message}"),
+        }
+    }
+}
+
+pub(super) fn parse(file: &str, text: &str, dir: &Path) -> Result<Drill, DrillError> {
+    let raw: RawDrill = toml::from_str(text).map_err(|e| DrillError::File {
+        file: file.to_owned(),
+        message: e.to_string().trim_end().to_owned(),
+    })?;
+    let at = At { file, text };
+    let whole = 0..0;
+    let load = load(&at, raw.load)?;
+    let target = target(&at, raw.target, dir)?;
+    let mut phases = Vec::new();
+    for (i, p) in raw.phases.into_iter().enumerate() {
+        let span = p.span();
+        phases.push(phase(&at, i + 1, span, p.into_inner(), &load, &target)?);
+    }
+    for pair in phases.windows(2) {
+        if pair[1].from < pair[0].to {
+            return Err(at.err(
+                whole.clone(),
+                &format!("phase {:?}.from", pair[1].name),
+                "phases must be in time order and not overlap",
+            ));
+        }
+    }
+    let abort = match raw.abort {
+        None => None,
+        Some(a) => {
+            let span = a.span();
+            let a = a.into_inner();
+            if !(a.error_rate_above >= 0.0 && a.error_rate_above < 1.0) {
+                return Err(at.err(
+                    span,
+                    "abort.error_rate_above",
+                    "must be within 0 (inclusive) and 1 (exclusive)",
+                ));
+            }
+            if a.sustained < Duration::from_secs(1) || a.sustained.subsec_nanos() != 0 {
+                return Err(at.err(span, "abort.for", "must be whole seconds, at least 1s"));
+            }
+            Some(AbortRule {
+                error_rate_above: a.error_rate_above,
+                sustained: a.sustained,
+                during_faults: a.during == During::Any,
+            })
+        }
+    };
+    let span = raw.expect.span();
+    let e = raw.expect.into_inner();
+    let expect = Expectations {
+        trip_within: e.trip_within,
+        false_trips: e.false_trips,
+        max_healthy_rejected: e.max_healthy_rejected,
+        recover_within: e.recover_within,
+        max_probes_per_second: e.max_probes_per_second,
+        max_retry_amplification: e.max_retry_amplification,
+        fault_p99: e.fault_p99,
+    };
+    if expect == Expectations::default() {
+        return Err(at.err(
+            span,
+            "expect",
+            "needs at least one expectation (a drill that checks nothing passes whatever happens)",
+        ));
+    }
+    if let Some(a) = expect.max_retry_amplification
+        && !(a >= 1.0 && a.is_finite())
+    {
+        return Err(at.err(
+            span,
+            "expect.max_retry_amplification",
+            "must be at least 1 (every request is tried once)",
+        ));
+    }
+    let wants_fault = expect.trip_within.is_some()
+        || expect.recover_within.is_some()
+        || expect.fault_p99.is_some()
+        || expect.max_probes_per_second.is_some();
+    if wants_fault && phases.is_empty() {
+        return Err(at.err(
+            span,
+            "expect",
+            "trip_within, recover_within, max_probes_per_second and fault_p99 need a [[phase]] with a fault",
+        ));
+    }
+    let name = raw.name.unwrap_or_else(|| file.to_owned());
+    Ok(Drill {
+        name,
+        target,
+        load,
+        phases,
+        abort,
+        expect,
+        watch: raw.watch,
+        compare_breaker: raw.compare_breaker,
+    })
+}
+
+fn load(at: &At<'_>, l: RawLoad) -> Result<Load, DrillError> {
+    let whole = 0..0;
+    if !(l.rate > 0.0 && l.rate <= 10_000.0) {
+        return Err(at.err(
+            whole,
+            "load.rate",
+            "must be within (0, 10000] requests per second",
+        ));
+    }
+    if l.duration.is_zero() || l.duration > Duration::from_secs(3600) {
+        return Err(at.err(
+            whole,
+            "load.duration",
+            "must be more than zero and at most 1h",
+        ));
+    }
+    if l.concurrency == 0 || l.concurrency > 4096 {
+        return Err(at.err(whole, "load.concurrency", "must be within 1-4096"));
+    }
+    if l.paths.is_empty() || l.paths.iter().any(|p| !p.starts_with('/')) {
+        return Err(at.err(
+            whole,
+            "load.paths",
+            "must be a non-empty list of paths starting with '/'",
+        ));
+    }
+    if l.timeout.is_zero() {
+        return Err(at.err(whole, "load.timeout", "must be more than zero"));
+    }
+    Ok(Load {
+        rate: l.rate,
+        duration: l.duration,
+        concurrency: l.concurrency,
+        paths: l.paths,
+        timeout: l.timeout,
+    })
+}
+
+fn target(at: &At<'_>, t: RawTarget, dir: &Path) -> Result<Target, DrillError> {
+    let whole = 0..0;
+    let remote = t.admin.is_some() || t.url.is_some();
+    let local = t.in_process.is_some() || t.proxy.is_some();
+    match (remote, local) {
+        (true, true) => Err(at.err(
+            whole,
+            "target",
+            "names both a running proxy (admin, url) and an in-process one (in_process, proxy); pick one",
+        )),
+        (false, false) => Err(at.err(
+            whole,
+            "target",
+            "needs admin and url (a running proxy), or in_process or proxy (one built here)",
+        )),
+        (true, false) => {
+            let need = |v: Option<String>, field: &str| {
+                let v = v.ok_or_else(|| {
+                    at.err(0..0, field, "required with a running proxy")
+                })?;
+                if !v.starts_with("http://") {
+                    return Err(at.err(0..0, field, "must be an http:// URL"));
+                }
+                Ok(v.trim_end_matches('/').to_owned())
+            };
+            Ok(Target::Remote {
+                admin: need(t.admin, "target.admin")?,
+                url: need(t.url, "target.url")?,
+            })
+        }
+        (false, true) => {
+            if t.in_process.is_some() && t.proxy.is_some() {
+                return Err(at.err(
+                    whole,
+                    "target.proxy",
+                    "write in_process (a file) or proxy (inline), not both",
+                ));
+            }
+            let config = match t.in_process {
+                Some(path) => {
+                    let path = Drill::resolve(dir, &path);
+                    std::fs::read_to_string(&path).map_err(|e| {
+                        at.err(0..0, "target.in_process", &format!("cannot read {}: {e}", path.display()))
+                    })?
+                }
+                None => t.proxy.unwrap_or_default(),
+            };
+            Ok(Target::InProcess {
+                config,
+                upstreams: t.upstreams,
+                seed: t.seed,
+            })
+        }
+    }
+}
+
+fn phase(
+    at: &At<'_>,
+    n: usize,
+    span: std::ops::Range<usize>,
+    p: RawPhase,
+    load: &Load,
+    target: &Target,
+) -> Result<Phase, DrillError> {
+    let field = |f: &str| format!("phase[{n}].{f}");
+    let err = |f: &str, m: &str| at.err(span.clone(), &field(f), m);
+    if p.to <= p.from {
+        return Err(err("to", "must be after from"));
+    }
+    if p.to > load.duration {
+        return Err(err("to", "must be within load.duration"));
+    }
+    if p.abort.is_none() && p.delay.is_none() {
+        return Err(err(
+            "abort",
+            "a phase needs an abort or a delay (time outside phases is healthy already)",
+        ));
+    }
+    let Some(route) = p.route else {
+        return Err(err(
+            "route",
+            "required: the route the fault is injected into",
+        ));
+    };
+    if let Some(a) = &p.abort
+        && (!(200..=599).contains(&a.status) || !(0.0..=100.0).contains(&a.percent))
+    {
+        return Err(err(
+            "abort",
+            "status must be within 200-599 and percent within 0-100",
+        ));
+    }
+    if let Some(d) = &p.delay
+        && (d.duration.is_zero() || !(0.0..=100.0).contains(&d.percent))
+    {
+        return Err(err(
+            "delay",
+            "duration must be more than zero and percent within 0-100",
+        ));
+    }
+    if let (Some(e), Target::InProcess { upstreams, .. }) = (&p.endpoint, target)
+        && !upstreams.contains_key(e)
+    {
+        return Err(err(
+            "endpoint",
+            &format!("{e:?} names no in-process upstream (target.upstreams)"),
+        ));
+    }
+    Ok(Phase {
+        name: p.name.unwrap_or_else(|| format!("phase {n}")),
+        from: p.from,
+        to: p.to,
+        route,
+        abort: p.abort,
+        delay: p.delay,
+        endpoint: p.endpoint,
+        header: p.header,
+        expect_trip: p.expect_trip.unwrap_or(true),
+    })
+}
