@@ -18,8 +18,8 @@ struct RawDrill {
     #[serde(default)]
     watch: Vec<String>,
     compare_breaker: Option<String>,
-    target: RawTarget,
-    load: RawLoad,
+    target: Spanned<RawTarget>,
+    load: Spanned<RawLoad>,
     #[serde(default, rename = "phase")]
     phases: Vec<Spanned<RawPhase>>,
     abort: Option<Spanned<RawAbort>>,
@@ -138,22 +138,24 @@ pub(super) fn parse(file: &str, text: &str, dir: &Path) -> Result<Drill, DrillEr
         message: e.to_string().trim_end().to_owned(),
     })?;
     let at = At { file, text };
-    let whole = 0..0;
-    let load = load(&at, raw.load)?;
-    let target = target(&at, raw.target, dir)?;
-    let mut phases = Vec::new();
+    let load_span = raw.load.span();
+    let load = load(&at, load_span, raw.load.into_inner())?;
+    let target_span = raw.target.span();
+    let target = target(&at, target_span, raw.target.into_inner(), dir)?;
+    let mut phases: Vec<Phase> = Vec::new();
     for (i, p) in raw.phases.into_iter().enumerate() {
         let span = p.span();
-        phases.push(phase(&at, i + 1, span, p.into_inner(), &load, &target)?);
-    }
-    for pair in phases.windows(2) {
-        if pair[1].from < pair[0].to {
+        let phase = phase(&at, i + 1, span.clone(), p.into_inner(), &load, &target)?;
+        if let Some(before) = phases.last()
+            && phase.from < before.to
+        {
             return Err(at.err(
-                whole.clone(),
-                &format!("phase {:?}.from", pair[1].name),
+                span,
+                &format!("phase[{}].from", i + 1),
                 "phases must be in time order and not overlap",
             ));
         }
+        phases.push(phase);
     }
     let abort = match raw.abort {
         None => None,
@@ -228,8 +230,7 @@ pub(super) fn parse(file: &str, text: &str, dir: &Path) -> Result<Drill, DrillEr
     })
 }
 
-fn load(at: &At<'_>, l: RawLoad) -> Result<Load, DrillError> {
-    let whole = 0..0;
+fn load(at: &At<'_>, whole: std::ops::Range<usize>, l: RawLoad) -> Result<Load, DrillError> {
     if !(l.rate > 0.0 && l.rate <= 10_000.0) {
         return Err(at.err(
             whole,
@@ -266,8 +267,12 @@ fn load(at: &At<'_>, l: RawLoad) -> Result<Load, DrillError> {
     })
 }
 
-fn target(at: &At<'_>, t: RawTarget, dir: &Path) -> Result<Target, DrillError> {
-    let whole = 0..0;
+fn target(
+    at: &At<'_>,
+    whole: std::ops::Range<usize>,
+    t: RawTarget,
+    dir: &Path,
+) -> Result<Target, DrillError> {
     let remote = t.admin.is_some() || t.url.is_some();
     let local = t.in_process.is_some() || t.proxy.is_some();
     match (remote, local) {
@@ -284,10 +289,10 @@ fn target(at: &At<'_>, t: RawTarget, dir: &Path) -> Result<Target, DrillError> {
         (true, false) => {
             let need = |v: Option<String>, field: &str| {
                 let v = v.ok_or_else(|| {
-                    at.err(0..0, field, "required with a running proxy")
+                    at.err(whole.clone(), field, "required with a running proxy")
                 })?;
                 if !v.starts_with("http://") {
-                    return Err(at.err(0..0, field, "must be an http:// URL"));
+                    return Err(at.err(whole.clone(), field, "must be an http:// URL"));
                 }
                 Ok(v.trim_end_matches('/').to_owned())
             };
@@ -308,7 +313,7 @@ fn target(at: &At<'_>, t: RawTarget, dir: &Path) -> Result<Target, DrillError> {
                 Some(path) => {
                     let path = Drill::resolve(dir, &path);
                     std::fs::read_to_string(&path).map_err(|e| {
-                        at.err(0..0, "target.in_process", &format!("cannot read {}: {e}", path.display()))
+                        at.err(whole.clone(), "target.in_process", &format!("cannot read {}: {e}", path.display()))
                     })?
                 }
                 None => t.proxy.unwrap_or_default(),
