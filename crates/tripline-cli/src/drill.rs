@@ -49,6 +49,13 @@ fn could_not_run(message: impl Into<String>) -> CliError {
 
 pub(crate) fn run(args: &DrillArgs) -> Result<(), CliError> {
     let drill = Drill::load(&args.file).map_err(|e| could_not_run(e.to_string()))?;
+    // Simulated first: a bad scenario fails before any load is sent.
+    let simulated = match &args.compare_sim {
+        Some(path) => {
+            Some(compare::simulate(&drill, path).map_err(|e| could_not_run(e.to_string()))?)
+        }
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -60,14 +67,9 @@ pub(crate) fn run(args: &DrillArgs) -> Result<(), CliError> {
         Format::Text => render::text(&drill, &outcome),
         Format::Json => render::json(&outcome),
     };
-    if let Some(scenario) = &args.compare_sim {
-        let rows = compare::compare(&drill, &outcome, scenario)
-            .map_err(|e| could_not_run(e.to_string()))?;
-        out.push_str(&compare::text(
-            scenario,
-            drill.compare_breaker.as_deref(),
-            &rows,
-        ));
+    if let (Some(scenario), Some(sim)) = (&args.compare_sim, &simulated) {
+        let rows = compare::compare(sim, &outcome);
+        out.push_str(&compare::text(scenario, sim, &rows));
     }
     if let Some(path) = &args.junit {
         std::fs::write(path, render::junit(&outcome)).map_err(|e| {

@@ -13,7 +13,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::{Dir, tripline};
+use support::{Dir, bundled, tripline};
 
 fn drills_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../drills")
@@ -150,6 +150,8 @@ false_trips = 0
         file.as_os_str(),
         "--junit".as_ref(),
         junit.as_os_str(),
+        "--compare-sim".as_ref(),
+        bundled("ride-hailing-eta.toml").as_os_str(),
     ]);
     assert_eq!(out.status, 1, "{}\n{}", out.text(), out.stderr);
     let text = out.text();
@@ -279,6 +281,30 @@ fn a_drill_that_cannot_run_exits_3_naming_the_field_and_line() {
             );
         }
     }
+}
+
+#[test]
+fn a_scenario_to_compare_with_is_checked_before_any_load() {
+    let dir = Dir::new();
+    let drill = format!(
+        "compare_breaker = \"nope\"\n{}",
+        small_drill(NEVER_TRIPS, "30s", "[expect]\nfalse_trips = 0\n")
+    );
+    let file = dir.write("compare.toml", &drill);
+    let out = tripline([
+        "drill".as_ref(),
+        file.as_os_str(),
+        "--compare-sim".as_ref(),
+        bundled("ride-hailing-eta.toml").as_os_str(),
+    ]);
+    assert_eq!(out.status, 3, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "the 30 s drill never ran");
+    assert!(
+        out.stderr
+            .contains("compare_breaker: the scenario has no [[breaker]] named \"nope\""),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

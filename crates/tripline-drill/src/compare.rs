@@ -27,13 +27,22 @@ pub struct CompareRow {
     pub measured: String,
 }
 
-/// Simulates `scenario_path` and lines its report up with `outcome`; the
-/// scenario's run is `drill.compare_breaker`'s, or its first breaker's.
-pub fn compare(
-    drill: &Drill,
-    outcome: &Outcome,
-    scenario_path: &Path,
-) -> Result<Vec<CompareRow>, DrillError> {
+/// The simulator's values of the shared keys, computed before the drill
+/// runs so a bad scenario fails fast.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Simulated {
+    /// The scenario's `[[breaker]]` compared.
+    pub breaker: String,
+    detection: Option<f64>,
+    false_trips: u64,
+    collateral: u64,
+    recovery: Option<f64>,
+    probes: Option<u64>,
+}
+
+/// Simulates `scenario_path`; its run is `drill.compare_breaker`'s, or
+/// its first breaker's, and its fault the first expecting a trip.
+pub fn simulate(drill: &Drill, scenario_path: &Path) -> Result<Simulated, DrillError> {
     let bad = |message: String| DrillError::File {
         file: scenario_path.display().to_string(),
         message,
@@ -60,16 +69,26 @@ pub fn compare(
         .iter()
         .zip(&scenario.faults)
         .find(|(f, _)| f.expect_trip);
+    Ok(Simulated {
+        breaker: run.breaker.clone(),
+        detection: fault.and_then(|(f, _)| f.detection_delay),
+        false_trips: run.false_trips,
+        collateral: run.collateral_rejected,
+        recovery: fault.and_then(|(f, spec)| match spec.window {
+            FaultWindow::Interval { end, .. } => {
+                f.recovered_at.map(|r| (r - end.as_secs_f64()).max(0.0))
+            }
+            FaultWindow::Instants(_) => None,
+        }),
+        probes: fault.and_then(|(f, _)| f.probe_peak_per_second),
+    })
+}
+
+/// Lines the simulated values up with the drill's `outcome`.
+pub fn compare(sim: &Simulated, outcome: &Outcome) -> Vec<CompareRow> {
     let opt =
         |v: Option<f64>, unit: &str| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}{unit}"));
-    let sim_detect = fault.and_then(|(f, _)| f.detection_delay);
-    let sim_recover = fault.and_then(|(f, spec)| match spec.window {
-        FaultWindow::Interval { end, .. } => {
-            f.recovered_at.map(|r| (r - end.as_secs_f64()).max(0.0))
-        }
-        FaultWindow::Instants(_) => None,
-    });
-    let sim_probes = fault.and_then(|(f, _)| f.probe_peak_per_second);
+    let (sim_detect, sim_recover, sim_probes) = (sim.detection, sim.recovery, sim.probes);
     let m = &outcome.measured;
     let worst_secs = |f: fn(&crate::verdict::PhaseMeasure) -> Option<std::time::Duration>| {
         m.phases
@@ -78,7 +97,7 @@ pub fn compare(
             .map(|d| d.as_secs_f64())
             .reduce(f64::max)
     };
-    let rows = vec![
+    vec![
         CompareRow {
             key: "trip_within".into(),
             simulated: opt(sim_detect, "s"),
@@ -86,12 +105,12 @@ pub fn compare(
         },
         CompareRow {
             key: "false_trips".into(),
-            simulated: run.false_trips.to_string(),
+            simulated: sim.false_trips.to_string(),
             measured: m.false_trips.to_string(),
         },
         CompareRow {
             key: "max_healthy_rejected".into(),
-            simulated: run.collateral_rejected.to_string(),
+            simulated: sim.collateral.to_string(),
             measured: m.healthy_rejected.to_string(),
         },
         CompareRow {
@@ -109,16 +128,15 @@ pub fn compare(
                 .max()
                 .map_or_else(|| "-".to_owned(), |v| format!("{v}/s")),
         },
-    ];
-    Ok(rows)
+    ]
 }
 
 /// The comparison as a table, headed by the scenario and breaker.
-pub fn text(scenario: &Path, breaker: Option<&str>, rows: &[CompareRow]) -> String {
+pub fn text(scenario: &Path, sim: &Simulated, rows: &[CompareRow]) -> String {
     let mut s = format!(
-        "\nsimulated ({}, breaker {}) vs measured:\n",
+        "\nsimulated ({}, breaker {:?}) vs measured:\n",
         scenario.display(),
-        breaker.unwrap_or("first")
+        sim.breaker
     );
     let _ = writeln!(s, "{:<22}  {:>12}  {:>12}", "key", "simulated", "measured");
     for r in rows {
