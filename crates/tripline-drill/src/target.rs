@@ -55,7 +55,12 @@ impl Live {
                 upstreams,
                 seed,
             } => {
-                let specs = upstreams.iter().map(|(n, s)| (n.clone(), s.latency));
+                // Collected: a closure held across the await would make the
+                // drill's future non-Send.
+                let specs: Vec<_> = upstreams
+                    .iter()
+                    .map(|(n, s)| (n.clone(), s.latency))
+                    .collect();
                 let (servers, addrs) = Upstreams::start(specs)
                     .await
                     .map_err(|e| DrillError::Target(format!("cannot start upstreams: {e}")))?;
