@@ -63,14 +63,29 @@ pub(crate) fn run(args: &DrillArgs) -> Result<(), CliError> {
     let outcome = runtime
         .block_on(tripline_drill::run(&drill))
         .map_err(|e| could_not_run(e.to_string()))?;
-    let mut out = match args.format {
-        Format::Text => render::text(&drill, &outcome),
-        Format::Json => render::json(&outcome),
+    let compared = match (&args.compare_sim, &simulated) {
+        (Some(scenario), Some(sim)) => Some((scenario, sim, compare::compare(sim, &outcome))),
+        _ => None,
     };
-    if let (Some(scenario), Some(sim)) = (&args.compare_sim, &simulated) {
-        let rows = compare::compare(sim, &outcome);
-        out.push_str(&compare::text(scenario, sim, &rows));
-    }
+    let out = match (args.format, compared) {
+        (Format::Text, None) => render::text(&drill, &outcome),
+        (Format::Text, Some((scenario, sim, rows))) => {
+            render::text(&drill, &outcome) + &compare::text(scenario, sim, &rows)
+        }
+        (Format::Json, None) => render::json(&outcome),
+        // One JSON document: the comparison joins the outcome's object.
+        (Format::Json, Some((scenario, sim, rows))) => {
+            let mut value = serde_json::to_value(&outcome).unwrap_or_default();
+            value["compare_sim"] = serde_json::json!({
+                "scenario": scenario.display().to_string(),
+                "breaker": sim.breaker,
+                "rows": rows,
+            });
+            let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    };
     if let Some(path) = &args.junit {
         std::fs::write(path, render::junit(&outcome)).map_err(|e| {
             could_not_run(format!(

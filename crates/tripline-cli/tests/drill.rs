@@ -187,12 +187,16 @@ false_trips = 0
         file.as_os_str(),
         "--format".as_ref(),
         "json".as_ref(),
+        "--compare-sim".as_ref(),
+        bundled("ride-hailing-eta.toml").as_os_str(),
     ]);
     assert_eq!(out.status, 1, "{}", out.stderr);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["rows"][0]["key"], "trip_within");
     assert_eq!(json["rows"][0]["pass"], false);
     assert_eq!(json["measured"]["phases"][0]["trips"], 0);
+    assert_eq!(json["compare_sim"]["breaker"], "sensitive");
+    assert_eq!(json["compare_sim"]["rows"][1]["key"], "false_trips");
     assert!(
         json["summary"]["errors"].as_u64().unwrap() > 0,
         "b's aborts were answered: {json}"
