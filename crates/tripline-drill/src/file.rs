@@ -3,6 +3,7 @@
 //! ```toml
 //! name = "checkout → inventory outage"
 //! watch = ["api"]                      # breakers whose transitions count (default: all)
+//! compare_breaker = "balanced"         # the scenario's [[breaker]] for --compare-sim (default: first)
 //!
 //! [target]                             # a running proxy …
 //! admin = "http://127.0.0.1:9901"
@@ -10,12 +11,14 @@
 //! # … or one built in this process, over in-process upstreams:
 //! # proxy = """ …proxy TOML, endpoints written as "${a}"… """   (or in_process = "proxy.toml")
 //! # upstreams = { a = { latency = "5ms" } }
+//! # seed = 42                          # seeds the proxy's rolls of faults below 100 %
 //!
 //! [load]
 //! rate = 40.0                          # requests per second
 //! duration = "10s"
 //! concurrency = 64                     # requests in flight at most
 //! paths = ["/"]
+//! timeout = "10s"                      # the client gives up on one request after this
 //!
 //! [[phase]]
 //! from = "3s"
@@ -28,7 +31,7 @@
 //! [abort]                              # stop the drill if it hurts more than planned
 //! error_rate_above = 0.5
 //! for = "2s"
-//! during = "healthy"                   # or "any"
+//! during = "healthy"                   # default "any": seconds in fault phases count too
 //!
 //! [expect]
 //! trip_within = "2s"
@@ -41,6 +44,8 @@
 //! ```
 //!
 //! Time between phases (and before the first, after the last) is healthy.
+//! An in-process target's listener and admin addresses are replaced by
+//! free ports on 127.0.0.1, whatever its config says.
 //! Unknown keys are refused with their line; a value that cannot act as
 //! written is refused naming its field (`phase[2].to`, line 14).
 
@@ -55,6 +60,30 @@ use tripline_proxy::config::{AbortSection, DelaySection};
 use crate::DrillError;
 
 /// A validated drill.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline_drill::Drill;
+///
+/// let drill = Drill::from_toml("blip.toml", r#"
+///     [target]
+///     admin = "http://127.0.0.1:9901"
+///     url = "http://127.0.0.1:8080"
+///     [load]
+///     rate = 20.0
+///     duration = "10s"
+///     [[phase]]
+///     from = "4s"
+///     to = "5s"
+///     route = "api"
+///     abort = { status = 503, percent = 5 }
+///     expect_trip = false
+///     [expect]
+///     false_trips = 0
+/// "#, std::path::Path::new(".")).unwrap();
+/// assert_eq!(drill.phase_at(Duration::from_millis(4500)).map(|p| p.expect_trip), Some(false));
+/// assert!(drill.phase_at(Duration::from_secs(6)).is_none(), "healthy after the phase");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Drill {
     /// Its name, for the report (the file name if not written).

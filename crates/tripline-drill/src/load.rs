@@ -55,20 +55,49 @@ impl Sample {
     }
 }
 
-/// Samples shared between the load and the abort-rule watcher.
+/// Samples shared between the load and the abort-rule watcher, with
+/// answers and errors counted per second of completion as they arrive,
+/// so the watcher never rescans every sample.
 #[derive(Clone, Default)]
-pub(crate) struct Samples(Arc<Mutex<Vec<(Duration, Sample)>>>);
+pub(crate) struct Samples(Arc<Mutex<Recorded>>);
+
+#[derive(Default)]
+struct Recorded {
+    samples: Vec<Sample>,
+    /// (answers, errors) by the whole second they completed in.
+    per_second: Vec<(u64, u64)>,
+}
 
 impl Samples {
     fn push(&self, done: Duration, s: Sample) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push((done, s));
+        if let Ok(mut r) = self.0.lock() {
+            let second = usize::try_from(done.as_secs()).unwrap_or(usize::MAX);
+            if second < 1 << 20 {
+                if r.per_second.len() <= second {
+                    r.per_second.resize(second + 1, (0, 0));
+                }
+                r.per_second[second].0 += 1;
+                r.per_second[second].1 += u64::from(s.is_error());
+            }
+            r.samples.push(s);
         }
     }
 
-    /// Every sample with the time its answer completed.
-    pub(crate) fn completed(&self) -> Vec<(Duration, Sample)> {
-        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    /// Every sample, in completion order.
+    pub(crate) fn all(&self) -> Vec<Sample> {
+        self.0.lock().map(|r| r.samples.clone()).unwrap_or_default()
+    }
+
+    /// (answers, errors) completed in each whole second before `now`.
+    pub(crate) fn per_second_before(&self, now: u64) -> Vec<(u64, u64)> {
+        let now = usize::try_from(now).unwrap_or(usize::MAX);
+        let mut v = self
+            .0
+            .lock()
+            .map(|r| r.per_second.clone())
+            .unwrap_or_default();
+        v.resize(now, (0, 0));
+        v
     }
 }
 

@@ -56,7 +56,7 @@ pub async fn run(drill: &Drill) -> Result<Outcome, DrillError> {
         Err(Stopped::Failed(e)) => return Err(DrillError::Target(e)),
         Err(Stopped::Aborted(why)) => Some(why),
     };
-    let samples: Vec<_> = samples.completed().into_iter().map(|(_, s)| s).collect();
+    let samples = samples.all();
     let tries = tries_after.map(|after| after - tries_before);
     Ok(measure(drill, samples, transitions, totals, tries, aborted))
 }
@@ -129,15 +129,7 @@ async fn schedule(
 fn check_abort(drill: &Drill, start: Instant, samples: &Samples) -> Option<String> {
     let rule = drill.abort.as_ref()?;
     let now = Instant::now().saturating_duration_since(start).as_secs();
-    let mut per_second = vec![(0u64, 0u64); usize::try_from(now).unwrap_or(0)];
-    for (done, s) in samples.completed() {
-        if let Some(slot) =
-            per_second.get_mut(usize::try_from(done.as_secs()).unwrap_or(usize::MAX))
-        {
-            slot.0 += 1;
-            slot.1 += u64::from(s.is_error());
-        }
-    }
+    let per_second = samples.per_second_before(now);
     let need = rule.sustained.as_secs();
     let mut streak = 0;
     for (second, (answers, errors)) in per_second.iter().enumerate() {
