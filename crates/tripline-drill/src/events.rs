@@ -6,6 +6,7 @@
 //! so it is compared with phase boundaries on one time line; on loopback
 //! the delivery delay is well under the margins expectations need.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 pub struct TransitionLog {
     start: Instant,
     seen: Arc<Mutex<Vec<TransitionSeen>>>,
+    /// Set when an event stream ended: later transitions were missed.
+    lost: Arc<AtomicBool>,
 }
 
 impl TransitionLog {
@@ -53,12 +56,20 @@ impl TransitionLog {
         TransitionLog {
             start,
             seen: Arc::default(),
+            lost: Arc::default(),
         }
     }
 
     /// Every transition so far, in arrival order.
     pub fn snapshot(&self) -> Vec<TransitionSeen> {
         self.seen.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Whether the event stream feeding this log ended (the proxy closed
+    /// it or went away): a drill measured on a partial log would judge
+    /// trips and recoveries it never saw.
+    pub fn stream_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
     }
 
     fn push(&self, breaker: &str, from: &str, to: &str, reason: &str) {
@@ -131,6 +142,7 @@ pub async fn subscribe_sse(admin: &str, start: Instant) -> Result<TransitionLog,
                 }
             }
         }
+        fed.lost.store(true, Ordering::Release);
     });
     Ok(log)
 }

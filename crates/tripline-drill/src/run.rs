@@ -49,7 +49,13 @@ pub async fn run(drill: &Drill) -> Result<Outcome, DrillError> {
     let totals = load.await.unwrap_or_default();
     let tries_after = live.admin.tries().await.ok();
     let transitions = live.transitions.snapshot();
+    let lost = live.transitions.stream_lost();
     live.close().await;
+    if lost {
+        return Err(DrillError::Target(
+            "the proxy's event stream (/api/events) ended during the drill: transitions after it are unknown".to_owned(),
+        ));
+    }
     let aborted = match stopped {
         Ok(()) => None,
         Err(Stopped::Interrupted) => return Err(DrillError::Interrupted),

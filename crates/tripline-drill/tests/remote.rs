@@ -138,3 +138,43 @@ async fn a_proxy_without_an_event_stream_is_refused_at_once() {
     let message = err.to_string();
     assert!(message.contains("/api/events answered 404"), "{message}");
 }
+
+#[tokio::test]
+async fn an_event_stream_that_ends_is_reported_as_lost() {
+    // Two events split across CRLF lines, then the server closes the stream.
+    let stream = serve(|_req| async {
+        let body = format!(
+            "{}{}",
+            sse_event("api", "closed", "open", "failure_rate").replace('\n', "\r\n"),
+            sse_event("api", "open", "half_open", "open_duration_elapsed")
+        );
+        Response::new(full(body))
+    })
+    .await;
+    let log = subscribe_sse(&format!("http://{stream}"), tokio::time::Instant::now())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !log.stream_lost() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the end of the stream is noticed");
+    let seen: Vec<_> = log
+        .snapshot()
+        .into_iter()
+        .map(|t| (t.from, t.to, t.reason))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("closed".into(), "open".into(), "failure_rate".into()),
+            (
+                "open".into(),
+                "half_open".into(),
+                "open_duration_elapsed".into()
+            ),
+        ]
+    );
+}
