@@ -1,11 +1,13 @@
 //! The `tripline` command: thin argument parsing over the library crates.
 //!
 //! Exit status: 0 on success, 2 on bad input (a config or scenario that
-//! fails validation), 1 on any other error.
+//! fails validation), 1 on any other error; `drill` has its own statuses
+//! (see `drill.rs`).
 
 mod check;
 mod config_cmd;
 mod demo;
+mod drill;
 mod kind;
 mod proxy;
 mod simulate;
@@ -42,6 +44,10 @@ enum Command {
     Proxy(proxy::ProxyArgs),
     /// The fleet's dynamic config in etcd: status, push, rollback.
     Config(config_cmd::ConfigArgs),
+    /// Run a fault-injection drill against a proxy: real load, faults
+    /// through its admin API, a verdict per expectation (exit 0 all held,
+    /// 1 one failed, 2 aborted by its abort rule, 3 could not run).
+    Drill(drill::DrillArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +59,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Config(args) => config_cmd::run(&args),
+        Command::Drill(args) => drill::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
