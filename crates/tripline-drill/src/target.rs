@@ -75,6 +75,7 @@ impl Live {
                 // Loopback, free ports: a drill in CI never collides.
                 config.listeners = vec![ListenerSection {
                     address: "127.0.0.1:0".to_owned(),
+                    tls: None,
                 }];
                 config.admin = Some(AdminSection {
                     address: "127.0.0.1:0".to_owned(),
