@@ -39,9 +39,9 @@
 mod access_log;
 mod cluster;
 mod error;
-mod protect;
 mod fault;
 mod locate;
+mod protect;
 mod route;
 mod validate;
 mod validate_protect;
@@ -55,12 +55,12 @@ use serde::{Deserialize, Serialize};
 pub use access_log::{AccessLogFormat, AccessLogMode, AccessLogSection};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
+pub use fault::{AbortSection, DelaySection, FaultSection};
 pub(crate) use protect::FALLBACK_CAUSES;
 pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,
     RateLimitSection, UPSTREAM_FAILURE,
 };
-pub use fault::{AbortSection, DelaySection, FaultSection};
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
 pub(crate) use validate_protect::breaker_family;
 
@@ -92,6 +92,13 @@ pub struct AdminSection {
     /// Bind it to loopback or a private interface: metrics name routes,
     /// clusters and endpoints.
     pub address: String,
+    /// The bearer token every mutating admin call (POST, PUT, DELETE)
+    /// must carry; required when `address` is not loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A file holding the token (read at start), to keep it out of the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Process-wide settings.
