@@ -76,8 +76,8 @@ fn unknown_breaker(name: &str) -> Response<AdminBody> {
     )
 }
 
-/// Decodes `%XX` escapes (a breaker name may hold `/`, `:` or a header
-/// value's spaces); anything malformed is kept as written.
+/// Decodes `%XX` escapes (a keyed breaker's name holds a header value,
+/// which may have spaces or `/`); anything malformed is kept as written.
 pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

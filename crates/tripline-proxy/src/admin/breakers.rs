@@ -6,8 +6,9 @@
 //!   route's name);
 //! - a keyed route breaker: `<family>:<key>` (`(none)` for requests
 //!   without the header), as refusals name it;
-//! - an endpoint's breaker: `<cluster>/<endpoint>`, e.g.
-//!   `backend/10.0.0.2:8080`.
+//! - an endpoint's breaker: the cluster's name for it,
+//!   `<cluster>:<endpoint>`, e.g. `backend:10.0.0.2:8080` (as its events
+//!   and metrics name it).
 //!
 //! The actions are the library's operator overrides: `force-open`,
 //! `disable`, `metrics-only`, and `reset` (clears any override and closes
@@ -17,7 +18,7 @@
 use serde_json::{Value, json};
 use tripline::CircuitBreaker;
 
-use super::hub::{Hub, endpoint_breaker_name, rfc3339};
+use super::hub::{Hub, rfc3339};
 use crate::table::Table;
 
 /// What kind of breaker a name denotes, and what owns it.
@@ -45,9 +46,8 @@ pub(crate) fn for_each(table: &Table, mut f: impl FnMut(&str, Owner<'_>, &Circui
     for (cluster_name, cluster) in &table.clusters {
         for endpoint in cluster.endpoints() {
             let id = endpoint.id().as_str().to_owned();
-            let name = endpoint_breaker_name(cluster_name, &id);
             f(
-                &name,
+                endpoint.breaker().name(),
                 Owner::Endpoint {
                     cluster: cluster_name,
                     endpoint: id,

@@ -118,10 +118,9 @@ impl Hub {
         }
         for (cluster_name, cluster) in &table.clusters {
             let hub = Arc::downgrade(self);
-            let cname = cluster_name.clone();
-            subs.push(Box::new(cluster.breakers().subscribe(move |key, e| {
-                if let (Some(hub), Some(key)) = (hub.upgrade(), key) {
-                    hub.breaker_event(&endpoint_breaker_name(&cname, key.as_str()), e);
+            subs.push(Box::new(cluster.breakers().subscribe(move |_, e| {
+                if let Some(hub) = hub.upgrade() {
+                    hub.breaker_event(&e.breaker, e);
                 }
             })));
             let hub = Arc::downgrade(self);
@@ -242,11 +241,6 @@ fn push_bounded(ring: &mut VecDeque<Value>, value: Value) {
         ring.pop_front();
     }
     ring.push_back(value);
-}
-
-/// How the API names an endpoint's breaker: `<cluster>/<endpoint>`.
-pub(crate) fn endpoint_breaker_name(cluster: &str, endpoint: &str) -> String {
-    format!("{cluster}/{endpoint}")
 }
 
 /// RFC 3339 with milliseconds, UTC.

@@ -67,7 +67,7 @@ async fn breakers_are_listed_with_state_window_rates_and_recent_transitions() {
         .iter()
         .map(|b| b["name"].as_str().unwrap())
         .collect();
-    let endpoint = format!("backend/{}", upstream.addr);
+    let endpoint = format!("backend:{}", upstream.addr);
     assert_eq!(names, ["api", endpoint.as_str()]);
 
     for _ in 0..4 {
@@ -94,7 +94,7 @@ async fn breakers_are_listed_with_state_window_rates_and_recent_transitions() {
     assert!(message.contains("closed → open"), "{message}");
 
     // An endpoint's breaker, by its percent-encoded name.
-    let encoded = format!("/api/breakers/backend%2F{}", upstream.addr).replace(':', "%3A");
+    let encoded = format!("/api/breakers/backend:{}", upstream.addr).replace(':', "%3A");
     let ep = json(&get(admin, &encoded).await);
     assert_eq!(ep["kind"], "endpoint");
     assert_eq!(ep["owner"]["cluster"], "backend");
@@ -376,5 +376,62 @@ async fn every_route_of_the_openapi_file_is_served() {
         }
     }
     assert_eq!(checked, 16);
+    assert!(running.shutdown().await.complete);
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_loses_events_counted_and_never_slows_the_breakers() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (proxy, running, _addr, admin, _upstream) = failing_proxy("").await;
+    // A client that reads nothing for a while.
+    let mut stream = tokio::net::TcpStream::connect(admin).await.unwrap();
+    stream
+        .write_all(b"GET /api/events HTTP/1.1\r\nhost: admin\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 256];
+    let n = tokio::time::timeout(BOUND, stream.read(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200"));
+
+    // 3 000 transitions in a row on the test's one runtime thread, so the
+    // stream's task cannot run meanwhile: three times what the feed holds.
+    // Had a breaker waited for the stream, this would never finish.
+    let breaker = proxy.route_breaker("api").unwrap();
+    for _ in 0..1_500 {
+        breaker.force_open();
+        breaker.reset();
+    }
+
+    let mut text = String::new();
+    let dropped = tokio::time::timeout(BOUND, async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the stream stays open");
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if let Some(at) = text.find("event: dropped\ndata: ") {
+                let rest = &text[at + "event: dropped\ndata: ".len()..];
+                if let Some(end) = rest.find("\n") {
+                    return serde_json::from_str::<Value>(&rest[..end]).unwrap();
+                }
+            }
+            // Keep only the tail: a marker may straddle two reads.
+            if text.len() > 8192 {
+                let cut = (text.len() - 512..text.len())
+                    .find(|i| text.is_char_boundary(*i))
+                    .unwrap();
+                text = text[cut..].to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the stream reports the events this client missed");
+    assert!(dropped["dropped"].as_u64().unwrap() > 0, "{dropped}");
+    assert_eq!(dropped["dropped"], dropped["total"], "the first report");
+    drop(stream);
     assert!(running.shutdown().await.complete);
 }
