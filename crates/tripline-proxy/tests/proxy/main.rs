@@ -6,6 +6,7 @@
 mod access_log;
 mod admin_api;
 mod admin_config;
+mod admin_events;
 mod bad_input;
 mod breaking;
 mod config_errors;
