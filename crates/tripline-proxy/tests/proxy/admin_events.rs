@@ -128,3 +128,26 @@ async fn a_client_that_does_not_read_loses_events_counted_and_never_slows_the_br
     drop(stream);
     assert!(running.shutdown().await.complete);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_stream_gets_a_keep_alive_comment_every_15_seconds() {
+    let (_proxy, running, _addr, admin, _upstream) = failing_proxy("").await;
+    let req = Request::get(format!("http://{admin}/api/events"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client().request(req).await.unwrap();
+    let mut body = response.into_body();
+    let opened = body.frame().await.unwrap().unwrap();
+    assert_eq!(opened.data_ref().unwrap(), ": tripline events\n\n");
+    // Paused time: the runtime jumps to the next timer when idle.
+    let start = tokio::time::Instant::now();
+    let next = tokio::time::timeout(Duration::from_secs(20), body.frame())
+        .await
+        .expect("a keep-alive within 20 s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.data_ref().unwrap(), ": keep-alive\n\n");
+    assert_eq!(start.elapsed().as_secs(), 15);
+    drop(body);
+    assert!(running.shutdown().await.complete);
+}
