@@ -39,13 +39,21 @@ pub(crate) fn client(max_idle: usize) -> HttpClient {
 pub(crate) struct Admin {
     base: String,
     client: HttpClient,
+    /// The admin listener's bearer token, from `TRIPLINE_ADMIN_TOKEN`: a
+    /// proxy whose admin listener is not on loopback requires one for
+    /// every mutating call (a secret, so never in the drill file).
+    token: Option<String>,
 }
+
+/// Where a drill finds the admin token of a remote proxy.
+pub(crate) const TOKEN_VARIABLE: &str = "TRIPLINE_ADMIN_TOKEN";
 
 impl Admin {
     pub(crate) fn new(base: String) -> Admin {
         Admin {
             base,
             client: client(4),
+            token: std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty()),
         }
     }
 
@@ -57,10 +65,14 @@ impl Admin {
         body: String,
     ) -> Result<(StatusCode, String), String> {
         let uri = format!("{}{path}", self.base);
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(method.clone())
             .uri(&uri)
-            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_TYPE, "application/json");
+        if let Some(token) = self.token.as_deref().filter(|_| method != Method::GET) {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let req = req
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| format!("{uri}: {e}"))?;
         let answer = async {

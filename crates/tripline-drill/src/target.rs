@@ -77,8 +77,12 @@ impl Live {
                     address: "127.0.0.1:0".to_owned(),
                     tls: None,
                 }];
+                // On loopback, so no token: the drill itself is the only
+                // client of the admin API it starts.
                 config.admin = Some(AdminSection {
                     address: "127.0.0.1:0".to_owned(),
+                    token: None,
+                    token_file: None,
                 });
                 let proxy = Proxy::builder(config.clone())
                     .fault_seed(*seed)

@@ -94,6 +94,13 @@ pub struct AdminSection {
     /// Bind it to loopback or a private interface: metrics name routes,
     /// clusters and endpoints.
     pub address: String,
+    /// The bearer token every mutating admin call (POST, PUT, DELETE)
+    /// must carry; required when `address` is not loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A file holding the token (read at start), to keep it out of the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Process-wide settings.

@@ -26,7 +26,14 @@
 //! With an `[admin]` section the proxy serves `GET /metrics` on a listener
 //! of its own: every route breaker, cluster and retry budget it built,
 //! through `tripline-prometheus`, and its request and refusal counts by
-//! route (see [`metrics`] for the names).
+//! route (see [`metrics`] for the names). The same listener serves the
+//! admin API — breakers with their windows, rates, thresholds and recent
+//! transitions; force-open, disable, metrics-only and reset; outlier
+//! ejections; the config (`PUT` replaces it like a reload); an audit log;
+//! Server-Sent Events of every transition — documented in
+//! `docs/admin-api.yaml`, and at `GET /` a live dashboard. With
+//! `[admin] token` mutating calls need it as a bearer token; without one
+//! the admin address must be loopback.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -59,7 +66,8 @@
 //! beside `x-forwarded-for`, an Envoy compatibility switch
 //! (`x-envoy-overloaded`); [fault injection](fault) for
 //! drills (per route in the config, and at run time through the admin
-//! listener's `/api/faults`, each with a TTL); a JSON access log written
+//! listener's `/api/faults`, each with a TTL); the admin API and live
+//! dashboard; a JSON access log written
 //! off the request path (`[access_log]`); [reload](Proxy::reload) keeping
 //! breaker state where identity did not change (`tripline proxy` reloads
 //! on SIGHUP); config errors naming file, line and field.; a choice of runtime

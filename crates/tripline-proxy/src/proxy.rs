@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     pub(crate) faults: Faults,
     /// One line per request, written off the request path.
     pub(crate) access_log: AccessLog,
+    /// The admin API's token, event hub and audit log.
+    pub(crate) admin: crate::admin::AdminState,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -88,6 +90,7 @@ impl ProxyBuilder {
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
         let faults = Faults::new(&config, self.clock.clone(), dice);
         let access_log = AccessLog::new(&config.access_log);
+        let admin = crate::admin::AdminState::build(&config)?;
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
             access_log.register(registry, prefix);
@@ -100,7 +103,7 @@ impl ProxyBuilder {
             upstreams,
             counters,
         };
-        Ok(Proxy {
+        let proxy = Proxy {
             inner: Arc::new(Inner {
                 config,
                 table: ArcSwap::from_pointee(table),
@@ -110,8 +113,11 @@ impl ProxyBuilder {
                 metrics,
                 faults,
                 access_log,
+                admin,
             }),
-        })
+        };
+        proxy.inner.admin.follow(&proxy.inner.table.load());
+        Ok(proxy)
     }
 }
 

@@ -72,11 +72,24 @@ impl Proxy {
     /// module docs for what is kept). An invalid config changes nothing
     /// and is returned as the error, naming the field.
     pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+        self.reload_by(config, "reload", "local")
+    }
+
+    /// [`reload`](Self::reload), audited as coming from `source` (and `who`).
+    pub(crate) fn reload_by(
+        &self,
+        config: ProxyConfig,
+        source: &str,
+        who: &str,
+    ) -> Result<ReloadReport, ConfigError> {
+        let old = self.config();
+        let new = config.clone();
         let result = self.swap(config);
         match &result {
             Ok(report) => tracing::info!(?report, "config reloaded"),
             Err(e) => tracing::warn!(error = %e, "reload refused: the last good config stays"),
         }
+        crate::admin::after_reload(self, &old, &new, source, who, &result);
         result
     }
 

@@ -29,12 +29,13 @@ impl ProxyConfig {
             })?;
         }
         if let Some(admin) = &self.admin {
-            admin.address.parse::<SocketAddr>().map_err(|_| {
+            let address = admin.address.parse::<SocketAddr>().map_err(|_| {
                 ConfigError::invalid(
                     "admin.address",
                     format!("must be ip:port, got {:?}", admin.address),
                 )
             })?;
+            crate::admin::validate_section(admin, address)?;
         }
         self.access_log.validate()?;
         let p = &self.proxy;

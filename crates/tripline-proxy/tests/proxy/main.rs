@@ -4,6 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
 mod access_log;
+mod admin_api;
+mod admin_config;
+mod admin_events;
 mod bad_input;
 mod breaking;
 mod config_errors;

@@ -86,7 +86,7 @@ async fn admin_metrics_show_the_open_route_breaker_refusals_and_endpoint_breaker
         "budget series: {body}"
     );
 
-    assert_eq!(scrape(admin, "/").await.status, 404);
+    assert_eq!(scrape(admin, "/metrics/x").await.status, 404);
     assert_eq!(scrape(admin, "/api").await.status, 404);
     assert!(running.shutdown().await.complete);
     assert!(

@@ -1,0 +1,118 @@
+//! The `/api/breakers…` calls, and the percent-decoding of breaker names.
+
+use http::{Method, Response, StatusCode};
+use serde_json::json;
+
+use super::audit::Entry;
+use super::breakers::{self, Action};
+use super::respond::{AdminBody, error, json};
+use super::{AdminState, not_allowed};
+use crate::table::Table;
+
+/// `GET /api/breakers/{name}` and `POST /api/breakers/{name}/{action}`;
+/// `rest` is the path after `/api/breakers/`.
+pub(crate) fn breaker_call(
+    table: &Table,
+    admin: &AdminState,
+    method: &Method,
+    rest: &str,
+    who: &str,
+) -> Response<AdminBody> {
+    match *method {
+        Method::GET => {
+            let name = percent_decode(rest);
+            match breakers::one(table, &admin.hub, &name) {
+                Some(value) => json(StatusCode::OK, &value),
+                None => unknown_breaker(&name),
+            }
+        }
+        Method::POST => {
+            let Some((name, segment)) = rest.rsplit_once('/') else {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    "POST needs an action: /api/breakers/{name}/{action}",
+                    &[("actions", actions())],
+                );
+            };
+            let Some(action) = Action::parse(segment) else {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    &format!("unknown breaker action {segment:?}"),
+                    &[("action", segment.into()), ("actions", actions())],
+                );
+            };
+            let name = percent_decode(name);
+            let Some(breaker) = breakers::find(table, &name) else {
+                return unknown_breaker(&name);
+            };
+            let before = breaker.state();
+            action.apply(&breaker);
+            admin.audit.record(Entry {
+                source: "admin-api",
+                who,
+                action: action.audit_name(),
+                target: Some(&name),
+                summary: format!("{name}: {} → {}", before.as_str(), breaker.state().as_str()),
+            });
+            match breakers::one(table, &admin.hub, &name) {
+                Some(value) => json(StatusCode::OK, &value),
+                None => unknown_breaker(&name),
+            }
+        }
+        _ => not_allowed("GET, POST"),
+    }
+}
+
+fn actions() -> serde_json::Value {
+    json!(Action::ALL.map(Action::segment))
+}
+
+/// 404 naming the breaker.
+fn unknown_breaker(name: &str) -> Response<AdminBody> {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("no breaker named {name:?}: GET /api/breakers lists them"),
+        &[("breaker", name.into())],
+    )
+}
+
+/// Decodes `%XX` escapes (a keyed breaker's name holds a header value,
+/// which may have spaces or `/`); anything malformed is kept as written.
+pub(crate) fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn decodes_escapes_and_keeps_malformed_ones() {
+        assert_eq!(
+            percent_decode("backend%2F127.0.0.1%3A80"),
+            "backend/127.0.0.1:80"
+        );
+        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(percent_decode("a%zz"), "a%zz");
+        assert_eq!(percent_decode("t%20x"), "t x");
+    }
+}

@@ -1,0 +1,121 @@
+//! `GET /api/audit`: what was done to the running proxy, newest last —
+//! configs applied and refused (by `PUT /api/config` and by reloads such
+//! as SIGHUP's) and operator actions (breaker overrides, faults).
+//!
+//! A local ring rather than `tripline_config::AuditLog`: that log records
+//! breaker documents field by field and is appended only by its applier;
+//! the proxy's entries are whole proxy configs and operator actions.
+//! Bounded at [`CAPACITY`] entries; the oldest go first.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use super::hub::rfc3339;
+use crate::config::ProxyConfig;
+
+/// Entries kept.
+pub(crate) const CAPACITY: usize = 256;
+
+/// The ring.
+#[derive(Default)]
+pub(crate) struct Audit {
+    ring: Mutex<VecDeque<Value>>,
+}
+
+/// One entry, before it gets its time.
+pub(crate) struct Entry<'a> {
+    /// `admin-api`, or `reload` (SIGHUP, or a library caller's reload).
+    pub(crate) source: &'a str,
+    /// `admin-api` for the token holder; `local` when no token is set.
+    pub(crate) who: &'a str,
+    /// `config_applied`, `config_refused`, `force_open`, `fault_added`, …
+    pub(crate) action: &'a str,
+    /// The breaker, route or fault acted on, if any.
+    pub(crate) target: Option<&'a str>,
+    /// What changed, or why it was refused.
+    pub(crate) summary: String,
+}
+
+impl Audit {
+    /// Appends `entry`, stamped with the wall-clock time.
+    pub(crate) fn record(&self, entry: Entry<'_>) {
+        let now = tripline::clock::system_time_after(std::time::Duration::ZERO);
+        let value = json!({
+            "at": rfc3339(now),
+            "source": entry.source,
+            "who": entry.who,
+            "action": entry.action,
+            "target": entry.target,
+            "summary": entry.summary,
+        });
+        tracing::info!(target: "tripline_proxy::audit", %value, "admin audit");
+        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        if ring.len() >= CAPACITY {
+            ring.pop_front();
+        }
+        ring.push_back(value);
+    }
+
+    /// `GET /api/audit`'s body.
+    pub(crate) fn to_json(&self) -> Value {
+        let ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        json!({ "capacity": CAPACITY, "records": ring.iter().collect::<Vec<_>>() })
+    }
+}
+
+/// A one-line summary of what `new` changes against `old`: routes and
+/// clusters added, removed and changed, and the sections that need a restart.
+pub(crate) fn diff_summary(old: &ProxyConfig, new: &ProxyConfig) -> String {
+    let mut parts = Vec::new();
+    let mut changes = |what: &str, added: Vec<&str>, removed: Vec<&str>, changed: Vec<&str>| {
+        for (verb, names) in [("added", added), ("removed", removed), ("changed", changed)] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {verb}: {}", names.join(", ")));
+            }
+        }
+    };
+    let route = |c: &ProxyConfig, n: &str| c.routes.iter().find(|r| r.name == n).cloned();
+    changes(
+        "routes",
+        new.routes
+            .iter()
+            .filter(|r| route(old, &r.name).is_none())
+            .map(|r| r.name.as_str())
+            .collect(),
+        old.routes
+            .iter()
+            .filter(|r| route(new, &r.name).is_none())
+            .map(|r| r.name.as_str())
+            .collect(),
+        new.routes
+            .iter()
+            .filter(|r| route(old, &r.name).is_some_and(|o| o != **r))
+            .map(|r| r.name.as_str())
+            .collect(),
+    );
+    changes(
+        "clusters",
+        new.clusters
+            .keys()
+            .filter(|k| !old.clusters.contains_key(*k))
+            .map(String::as_str)
+            .collect(),
+        old.clusters
+            .keys()
+            .filter(|k| !new.clusters.contains_key(*k))
+            .map(String::as_str)
+            .collect(),
+        new.clusters
+            .iter()
+            .filter(|(k, c)| old.clusters.get(*k).is_some_and(|o| o != *c))
+            .map(|(k, _)| k.as_str())
+            .collect(),
+    );
+    if parts.is_empty() {
+        "no route or cluster changed".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}

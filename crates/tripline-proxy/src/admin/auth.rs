@@ -1,0 +1,135 @@
+//! The admin token: `[admin] token` (or `token_file`), required as
+//! `Authorization: Bearer <token>` on every mutating call (POST, PUT,
+//! DELETE). Reads stay open, so a dashboard or a scrape needs no secret.
+//!
+//! Without a token the listener must be on loopback (validation refuses a
+//! config that binds it elsewhere): whoever reaches a loopback port is on
+//! the machine already.
+
+use http::{HeaderMap, Method, StatusCode, header};
+
+use super::respond::{AdminBody, error};
+use crate::config::{AdminSection, ConfigError};
+
+/// The token mutating calls must carry, if one is configured.
+#[derive(Clone, Default)]
+pub(crate) struct AdminToken(Option<String>);
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secret.
+        f.write_str(if self.0.is_some() {
+            "AdminToken(set)"
+        } else {
+            "AdminToken(none)"
+        })
+    }
+}
+
+impl AdminToken {
+    /// The token `section` configures, reading `token_file` now (at
+    /// start): an unreadable or empty file is an error naming the field.
+    pub(crate) fn load(section: Option<&AdminSection>) -> Result<AdminToken, ConfigError> {
+        let Some(section) = section else {
+            return Ok(AdminToken(None));
+        };
+        if let Some(token) = &section.token {
+            return Ok(AdminToken(Some(token.clone())));
+        }
+        let Some(path) = &section.token_file else {
+            return Ok(AdminToken(None));
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::invalid(
+                "admin.token_file",
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(ConfigError::invalid(
+                "admin.token_file",
+                format!("{} holds no token", path.display()),
+            ));
+        }
+        Ok(AdminToken(Some(token.to_owned())))
+    }
+
+    /// Whether a token is configured.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// `None` when the call may go ahead, else the 401 to send.
+    pub(crate) fn check(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Option<http::Response<AdminBody>> {
+        let expected = self.0.as_deref()?;
+        if !matches!(
+            *method,
+            Method::POST | Method::PUT | Method::DELETE | Method::PATCH
+        ) {
+            return None;
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+            return None;
+        }
+        let message = if given.is_some() {
+            "wrong admin token"
+        } else {
+            "this call changes the proxy: send Authorization: Bearer <admin.token>"
+        };
+        let mut r = error(StatusCode::UNAUTHORIZED, message, &[]);
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer realm=\"tripline-admin\""),
+        );
+        Some(r)
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken
+/// does not tell an attacker how much of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Refuses an admin section that would expose the mutating API: off
+/// loopback without a token, an empty token, or both `token` and
+/// `token_file`.
+pub(crate) fn validate_section(
+    section: &AdminSection,
+    address: std::net::SocketAddr,
+) -> Result<(), ConfigError> {
+    if section.token.is_some() && section.token_file.is_some() {
+        return Err(ConfigError::invalid(
+            "admin.token",
+            "set admin.token or admin.token_file, not both",
+        ));
+    }
+    if section
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(ConfigError::invalid("admin.token", "must not be empty"));
+    }
+    if !address.ip().is_loopback() && section.token.is_none() && section.token_file.is_none() {
+        return Err(ConfigError::invalid(
+            "admin.token",
+            format!(
+                "required when admin.address is not loopback (got {address}): the admin API can force breakers open and replace the config"
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! The live dashboard end to end in headless Chromium (driven through
+//! chromedriver with `fantoccini`): a route breaker tripped by traffic
+//! through the proxy shows as open on the page within 2 s; the page's
+//! reset button — answering the token prompt the 401 brings up — closes
+//! it, as the API and the page both say.
+//!
+//! Needs the Debian packages `chromium` and `chromium-driver`; without
+//! them the test fails naming them (it never skips).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+#[allow(dead_code)] // the proxy tests' helpers; this test uses a few
+#[path = "proxy/support.rs"]
+mod support;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use support::*;
+
+const ROUTE: &str = r#"breaker = { window = { kind = "count", size = 4 }, minimum_calls = 4, failure_rate_threshold = 0.5, open_duration = "60s" }"#;
+const TOKEN: &str = "dashboard-token";
+
+/// A program on `PATH`, or a failure naming the package that provides it.
+fn required(program: &str, package: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!("`{program}` is not installed: apt-get install {package} (the dashboard test needs headless Chromium)")
+        })
+}
+
+/// chromedriver on a free port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    async fn start() -> Driver {
+        required("chromium", "chromium");
+        let driver = required("chromedriver", "chromium-driver");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let deadline = Instant::now() + BOUND;
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver listens within {BOUND:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    async fn browser(&self) -> Client {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": required("chromium", "chromium"),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"],
+            }),
+        );
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The state the page shows for `breaker` (its card's `data-state`).
+async fn page_state(page: &Client, breaker: &str) -> Option<String> {
+    let script = "const c = [...document.querySelectorAll('[data-breaker]')].find(e => e.dataset.breaker === arguments[0]); return c ? c.dataset.state : null;";
+    match page.execute(script, vec![json!(breaker)]).await.unwrap() {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// Waits up to `bound` for the page to show `state` for `breaker`;
+/// returns how long it took.
+async fn until_page_shows(page: &Client, breaker: &str, state: &str, bound: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        if page_state(page, breaker).await.as_deref() == Some(state) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < bound,
+            "the page shows {breaker} as {state} within {bound:?} (it shows {:?})",
+            page_state(page, breaker).await
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn api_state(admin: SocketAddr, breaker: &str) -> String {
+    let body = get(admin, &format!("/api/breakers/{breaker}")).await.body;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["state"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_a_trip_live_and_its_reset_button_closes_the_breaker() {
+    let driver = Driver::start().await;
+    let upstream = Upstream::start(|_| respond(500, "boom")).await;
+    let text = format!(
+        "{}\n[admin]\naddress = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n",
+        config(&[upstream.addr], ROUTE, "")
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+
+    let page = driver.browser().await;
+    page.goto(&format!("http://{admin}/")).await.unwrap();
+    assert_eq!(page.title().await.unwrap(), "tripline proxy");
+    until_page_shows(&page, "api", "closed", BOUND).await;
+    // The event stream is connected before the trip, so the page hears it.
+    page.wait()
+        .at_most(BOUND)
+        .for_element(Locator::Css("#live.up"))
+        .await
+        .unwrap();
+
+    for _ in 0..4 {
+        assert_eq!(get(addr, "/").await.status, 500);
+    }
+    assert_eq!(api_state(admin, "api").await, "open");
+    let took = until_page_shows(&page, "api", "open", Duration::from_secs(2)).await;
+    eprintln!("the page showed the trip after {took:?}");
+    let log = page
+        .find(Locator::Css("#log"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        log.contains("api: closed → open (failure rate"),
+        "transition log: {log}"
+    );
+    let card = page
+        .find(Locator::Css("[data-breaker=\"api\"]"))
+        .await
+        .unwrap();
+    let rates = card
+        .find(Locator::Css(".rates"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(rates.contains("/ 50%"), "rates against thresholds: {rates}");
+
+    // Reset needs the token: the page asks for it and retries.
+    card.find(Locator::Css("button.reset"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + BOUND;
+    loop {
+        match page.send_alert_text(TOKEN).await {
+            Ok(()) => break,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(25)).await
+            }
+            Err(e) => panic!("the page asks for the admin token: {e}"),
+        }
+    }
+    page.accept_alert().await.unwrap();
+    until_page_shows(&page, "api", "closed", BOUND).await;
+    assert_eq!(api_state(admin, "api").await, "closed");
+
+    page.close().await.unwrap();
+    assert!(running.shutdown().await.complete);
+}
