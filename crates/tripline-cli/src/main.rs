@@ -8,6 +8,7 @@ mod config_cmd;
 mod demo;
 mod kind;
 mod proxy;
+mod run;
 mod simulate;
 mod sweep;
 
@@ -42,6 +43,9 @@ enum Command {
     Proxy(proxy::ProxyArgs),
     /// The fleet's dynamic config in etcd: status, push, rollback.
     Config(config_cmd::ConfigArgs),
+    /// Run a command behind a circuit breaker kept in a state file (CI/CD
+    /// steps, cron jobs); fails fast with exit 75 while it is open.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Config(args) => config_cmd::run(&args),
+        Command::Run(args) => return run::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -39,9 +39,9 @@
 mod access_log;
 mod cluster;
 mod error;
-mod protect;
 mod fault;
 mod locate;
+mod protect;
 mod route;
 mod validate;
 mod validate_protect;
@@ -55,12 +55,12 @@ use serde::{Deserialize, Serialize};
 pub use access_log::{AccessLogFormat, AccessLogMode, AccessLogSection};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use error::ConfigError;
+pub use fault::{AbortSection, DelaySection, FaultSection};
 pub(crate) use protect::FALLBACK_CAUSES;
 pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,
     RateLimitSection, UPSTREAM_FAILURE,
 };
-pub use fault::{AbortSection, DelaySection, FaultSection};
 pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
 pub(crate) use validate_protect::breaker_family;
 

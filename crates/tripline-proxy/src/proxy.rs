@@ -161,7 +161,15 @@ impl Proxy {
         name: &str,
     ) -> Option<tripline::registry::BreakerRegistry<crate::keyed_breaker::BreakerKey>> {
         let table = self.inner.table.load();
-        Some(table.route(name)?.guard.keyed_breaker.as_ref()?.registry.clone())
+        Some(
+            table
+                .route(name)?
+                .guard
+                .keyed_breaker
+                .as_ref()?
+                .registry
+                .clone(),
+        )
     }
 
     /// The retry budget of the route named `name`.
