@@ -11,7 +11,9 @@ use crate::CliError;
 
 /// Defaults for a pipeline step guarding a shared dependency: trip at a
 /// failure rate of 50% over the last 60 s once 10 runs were seen, stay
-/// open 30 s, then let 3 probe runs through. No half-open time cap:
+/// open 30 s, then let 3 probe runs through: all three must succeed to
+/// close, and the first failure reopens (the round's threshold, 30%, is
+/// reached by one failure of three). No half-open time cap:
 /// a probe is a whole pipeline step and may take minutes; a probe that
 /// never reports back is reclaimed through its lease instead.
 pub(crate) fn defaults(name: &str) -> CircuitBreakerConfig {
@@ -26,7 +28,7 @@ pub(crate) fn defaults(name: &str) -> CircuitBreakerConfig {
         open_duration: OpenDuration::Fixed(Duration::from_secs(30)),
         half_open: HalfOpenPolicy::Permits {
             calls: 3,
-            failure_rate_threshold: 0.5,
+            failure_rate_threshold: 0.3,
         },
         max_half_open_duration: None,
         ..Default::default()

@@ -94,9 +94,13 @@ pub(crate) fn execute(spec: &Spec<'_>, elapsed: impl Fn() -> Duration) -> Ran {
             elapsed,
         };
     }
+    // A signal we forwarded is an operator cancelling the run, not the
+    // dependency failing, however the command then ends.
+    let cancelled = forwarded.load(Ordering::SeqCst);
     if let Some(code) = status.code() {
         let verdict = match code {
             0 => Verdict::Success,
+            _ if cancelled => Verdict::Cancelled,
             c if spec.fail_on_exit.is_empty()
                 || u8::try_from(c).is_ok_and(|c| spec.fail_on_exit.contains(&c)) =>
             {
@@ -111,9 +115,9 @@ pub(crate) fn execute(spec: &Spec<'_>, elapsed: impl Fn() -> Duration) -> Ran {
         };
     }
     let signal = status.signal().unwrap_or(0);
-    // A signal we forwarded is an operator cancelling the run, not the
-    // dependency failing; any other signal (a crash, the OOM killer) is.
-    let verdict = if forwarded.load(Ordering::SeqCst) {
+    // Killed by a signal we did not forward (a crash, the OOM killer):
+    // a failure.
+    let verdict = if cancelled {
         Verdict::Cancelled
     } else {
         Verdict::Failure
