@@ -5,10 +5,8 @@
 
 mod run_common;
 
+use run_common::{Env, T0, args, sh, wait_until};
 use std::process::Child;
-use std::time::{Duration, Instant};
-
-use run_common::{Env, T0, args, sh};
 
 fn wait_all(children: Vec<Child>) -> Vec<i32> {
     children
@@ -18,15 +16,6 @@ fn wait_all(children: Vec<Child>) -> Vec<i32> {
             out.status.code().expect("exit code")
         })
         .collect()
-}
-
-/// Bounded wait for a condition another process brings about.
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]

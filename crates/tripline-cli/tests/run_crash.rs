@@ -52,11 +52,7 @@ fn a_killed_probe_is_reclaimed_as_a_failed_probe() {
     }
     let hang = sh("echo $$ > started.txt; exec sleep 600");
     let mut probe = env.spawn(T0 + 30, &args(&["--breaker", "db"], &hang));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while env.lines("started.txt") == 0 {
-        assert!(std::time::Instant::now() < deadline, "probe never started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    run_common::wait_until("the probe to start", || env.lines("started.txt") > 0);
     assert!(
         env.status(T0 + 30, "db")
             .contains("half-open (1 probes in flight)")
@@ -75,7 +71,10 @@ fn a_killed_probe_is_reclaimed_as_a_failed_probe() {
     assert_eq!(s["counters"]["reclaimed"], 1);
     // The orphaned command (`exec sleep`, the shell's pid) is ours to end.
     let orphan = std::fs::read_to_string(env.path("started.txt")).expect("pid");
-    Command::new("kill").args(["-9", orphan.trim()]).status().expect("kill");
+    Command::new("kill")
+        .args(["-9", orphan.trim()])
+        .status()
+        .expect("kill");
 }
 
 #[test]

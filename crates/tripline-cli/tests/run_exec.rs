@@ -4,7 +4,6 @@
 mod run_common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use run_common::{Env, T0, args, sh, stderr};
 
@@ -38,7 +37,6 @@ fn exit_codes_propagate_and_only_listed_codes_count_as_failures() {
 #[test]
 fn a_timeout_kills_the_command_and_counts_a_failure() {
     let env = Env::new();
-    let started = Instant::now();
     let out = env.run(
         T0,
         &[
@@ -53,8 +51,9 @@ fn a_timeout_kills_the_command_and_counts_a_failure() {
     );
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "killed, not waited out"
+        stderr(&out).contains("timed out after 200ms"),
+        "{}",
+        stderr(&out)
     );
     assert_eq!(env.state_json("slow")["counters"]["failed"], 1);
 }
@@ -64,11 +63,7 @@ fn sigterm_is_forwarded_and_the_run_counts_as_cancelled() {
     let env = Env::new();
     let script = sh("trap 'exit 42' TERM; echo up > up.txt; while :; do sleep 0.01; done");
     let mut child = env.spawn(T0, &args(&["--breaker", "sig"], &script));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !env.path("up.txt").exists() {
-        assert!(Instant::now() < deadline, "command never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    run_common::wait_until("the command to start", || env.path("up.txt").exists());
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -76,7 +71,10 @@ fn sigterm_is_forwarded_and_the_run_counts_as_cancelled() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(42), "the child's own exit code");
     let c = &env.state_json("sig")["counters"];
-    assert_eq!((c["failed"].as_u64(), c["cancelled"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(
+        (c["failed"].as_u64(), c["cancelled"].as_u64()),
+        (Some(0), Some(1))
+    );
 }
 
 #[test]

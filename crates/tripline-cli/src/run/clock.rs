@@ -61,10 +61,11 @@ fn nanos_since_epoch(t: SystemTime) -> u64 {
 /// RFC 3339 (`2026-01-01T00:00:00Z`) or Unix seconds (`1767225600`,
 /// fractions allowed).
 fn parse(text: &str, what: &str) -> Result<u64, CliError> {
-    if let Ok(secs) = text.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok((secs * 1e9) as u64);
-        }
+    if let Ok(secs) = text.parse::<f64>()
+        && secs.is_finite()
+        && secs >= 0.0
+    {
+        return Ok((secs * 1e9) as u64);
     }
     humantime::parse_rfc3339_weak(text)
         .map(nanos_since_epoch)

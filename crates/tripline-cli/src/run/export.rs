@@ -31,13 +31,13 @@ impl Exports {
         pushgateway: Option<String>,
         name: &str,
     ) -> Result<Self, CliError> {
-        if let Some(dir) = &textfile {
-            if !dir.is_dir() {
-                return Err(CliError::input(format!(
-                    "--textfile {}: not a directory",
-                    dir.display()
-                )));
-            }
+        if let Some(dir) = &textfile
+            && !dir.is_dir()
+        {
+            return Err(CliError::input(format!(
+                "--textfile {}: not a directory",
+                dir.display()
+            )));
         }
         let push = match pushgateway {
             None => None,
@@ -59,10 +59,10 @@ impl Exports {
             Ok(t) => t,
             Err(e) => return eprintln!("tripline: warning: metrics: {e}"),
         };
-        if let Some(dir) = &self.textfile {
-            if let Err(e) = write_textfile(dir, &self.name, &text) {
-                eprintln!("tripline: warning: --textfile {}: {e}", dir.display());
-            }
+        if let Some(dir) = &self.textfile
+            && let Err(e) = write_textfile(dir, &self.name, &text)
+        {
+            eprintln!("tripline: warning: --textfile {}: {e}", dir.display());
         }
         if let Some((authority, base)) = &self.push {
             let path = format!("{base}/metrics/job/tripline_run/breaker/{}", self.name);

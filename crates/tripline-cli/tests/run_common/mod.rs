@@ -88,3 +88,18 @@ pub fn args<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// Waits (bounded, 60 s) for a condition another process brings about: a
+/// synchronisation with a real child process, not a timing assertion —
+/// the breaker's own time is `TRIPLINE_NOW`.
+#[allow(clippy::disallowed_methods)] // polling a real process needs real time
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

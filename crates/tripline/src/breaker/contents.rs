@@ -126,7 +126,7 @@ impl WindowContents {
         match (self, window) {
             (WindowContents::Count { outcomes }, Window::Count(c)) => {
                 for o in outcomes {
-                    c.record(u8::from(o.failed) * FAILURE | u8::from(o.slow) * SLOW);
+                    c.record((u8::from(o.failed) * FAILURE) | (u8::from(o.slow) * SLOW));
                 }
             }
             (WindowContents::Time { buckets }, Window::Time(t)) => {
