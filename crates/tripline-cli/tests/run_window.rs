@@ -19,7 +19,10 @@ fn failures_from_earlier_runs_age_out_of_the_time_window() {
     for _ in 0..9 {
         assert_eq!(env.run(T0 + 70, &a).status.code(), Some(1));
     }
-    assert!(env.status(T0 + 70, "w").contains("closed (failure rate 100% over 9 runs"));
+    assert!(
+        env.status(T0 + 70, "w")
+            .contains("closed (failure rate 100% over 9 runs")
+    );
     // 30 s after that the second nine are still inside: the tenth trips.
     assert_eq!(env.run(T0 + 100, &a).status.code(), Some(1));
     assert_eq!(env.state_json("w")["checkpoint"]["state"], "open");

@@ -146,6 +146,10 @@ fn send(child_pid: &AtomicI32, signal: Signal) {
 }
 
 /// Forwards the signals a CI runner or an operator sends to the child.
+/// A Ctrl-C at a terminal reaches the child twice (the terminal signals the
+/// whole foreground group, and tripline forwards it): harmless for the
+/// termination signals forwarded here, and the only way to reach a child
+/// when a runner signals tripline alone.
 fn forward_signals(
     child_pid: &Arc<AtomicI32>,
     forwarded: &Arc<AtomicBool>,
