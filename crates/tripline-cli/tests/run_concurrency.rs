@@ -105,7 +105,7 @@ fn twenty_jobs_trip_once_fail_fast_then_three_probes_close_it() {
 }
 
 #[test]
-fn a_failed_probe_reopens_with_the_policy_and_outcomes_from_an_old_epoch_are_not_applied() {
+fn a_failed_probe_reopens_the_breaker() {
     let env = Env::new();
     let fail = sh("exit 1");
     let a = args(&["--breaker", "cron"], &fail);
@@ -123,4 +123,29 @@ fn a_failed_probe_reopens_with_the_policy_and_outcomes_from_an_old_epoch_are_not
         s["counters"]["transitions"], 2,
         "tripped, then reopened: {s}"
     );
+}
+
+#[test]
+fn a_run_admitted_before_the_trip_is_counted_but_does_not_move_the_new_state() {
+    let env = Env::new();
+    // Admitted while closed; finishes (successfully) after the trip.
+    let slow = sh("echo up > up.txt; while [ ! -f go ]; do sleep 0.01; done; exit 0");
+    let early = env.spawn(T0, &args(&["--breaker", "gen"], &slow));
+    wait_until("the early run to start", || env.path("up.txt").exists());
+    for _ in 0..10 {
+        assert_eq!(
+            env.run(T0, &args(&["--breaker", "gen"], &sh("exit 1")))
+                .status
+                .code(),
+            Some(1)
+        );
+    }
+    assert_eq!(env.state_json("gen")["checkpoint"]["state"], "open");
+    std::fs::write(env.path("go"), "").expect("go");
+    let out = early.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let s = env.state_json("gen");
+    assert_eq!(s["checkpoint"]["state"], "open", "{s}");
+    assert_eq!(s["counters"]["stale"], 1, "{s}");
+    assert_eq!(s["counters"]["transitions"], 1, "{s}");
 }

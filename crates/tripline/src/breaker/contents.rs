@@ -12,8 +12,6 @@
 //! window shape, on a clock that continues the one it was taken on, the
 //! window is the one that was saved.
 
-use std::time::Duration;
-
 use super::window::{FAILURE, SLOW, Window};
 use crate::clock::Timestamp;
 
@@ -161,16 +159,5 @@ impl WindowContents {
             }
         }
         s
-    }
-
-    /// The age of the oldest bucket at `now`, for reports; zero for a
-    /// count window or an empty one.
-    pub fn oldest_age(&self, now: Timestamp) -> Duration {
-        match self {
-            WindowContents::Time { buckets } => buckets.first().map_or(Duration::ZERO, |b| {
-                now.saturating_duration_since(Timestamp::from_nanos(b.start_nanos))
-            }),
-            WindowContents::Count { .. } => Duration::ZERO,
-        }
     }
 }
