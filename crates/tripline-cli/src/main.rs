@@ -10,6 +10,7 @@ mod demo;
 mod drill;
 mod kind;
 mod proxy;
+mod run;
 mod simulate;
 mod sweep;
 
@@ -48,6 +49,9 @@ enum Command {
     /// through its admin API, a verdict per expectation (exit 0 all held,
     /// 1 one failed, 2 aborted by its abort rule, 3 could not run).
     Drill(drill::DrillArgs),
+    /// Run a command behind a circuit breaker kept in a state file (CI/CD
+    /// steps, cron jobs); fails fast with exit 75 while it is open.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(&args),
         Command::Config(args) => config_cmd::run(&args),
         Command::Drill(args) => drill::run(&args),
+        Command::Run(args) => return run::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

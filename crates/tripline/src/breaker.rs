@@ -24,6 +24,7 @@ mod backoff;
 mod baseline;
 mod call_async;
 pub(crate) mod config;
+mod contents;
 pub(crate) mod core;
 mod counters;
 mod event;
@@ -49,6 +50,7 @@ pub use config::{
 };
 #[cfg(feature = "config-files")]
 pub use config::{ConfigFileError, ConfigFormat};
+pub use contents::{WindowBucket, WindowContents, WindowOutcome};
 pub use event::{Event, EventKind, Reason, Subscription, Thresholds, Transition};
 pub use health::{HealthProbe, HealthProber};
 pub use metrics::{CallCounts, Metrics};
@@ -93,6 +95,7 @@ pub struct CircuitBreakerBuilder {
     seed: Option<u64>,
     instance: Option<u64>,
     restore: Option<Snapshot>,
+    restore_window: Option<WindowContents>,
     stripes: Option<usize>,
     /// Settings shared with a sibling (a registry family), if any.
     shared: Option<(String, Arc<core::settings::Settings>)>,
@@ -130,6 +133,16 @@ impl CircuitBreakerBuilder {
     /// was open stays open until its original deadline.
     pub fn restore(mut self, snapshot: Snapshot) -> Self {
         self.restore = Some(snapshot);
+        self
+    }
+
+    /// Fills the new breaker's window with `contents` (taken by
+    /// [`CircuitBreaker::window_contents`] in an earlier process), after
+    /// any [`restore`](Self::restore): the exact window, buckets at their
+    /// times, where a snapshot's aggregate counts would land in the current
+    /// bucket. Pair it with a snapshot whose window is empty.
+    pub fn restore_window(mut self, contents: WindowContents) -> Self {
+        self.restore_window = Some(contents);
         self
     }
 
@@ -197,6 +210,10 @@ impl CircuitBreakerBuilder {
         if let Some(snapshot) = &self.restore {
             inner.restore(snapshot);
         }
+        if let Some(contents) = &self.restore_window {
+            let now = inner.clock.now();
+            inner.with_window(|w| contents.fill(w, now));
+        }
         Ok((CircuitBreaker { inner }, warnings))
     }
 }
@@ -262,6 +279,14 @@ impl CircuitBreaker {
     /// protection across restarts).
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshot()
+    }
+
+    /// The window's exact contents — each live bucket at its start time,
+    /// or each outcome in order — to carry into a later process with
+    /// [`CircuitBreakerBuilder::restore_window`].
+    pub fn window_contents(&self) -> WindowContents {
+        let now = self.inner.clock.now();
+        self.inner.with_window(|w| WindowContents::of(w, now))
     }
 
     /// Applies a state `snapshot` to this (fresh) breaker: what

@@ -1,0 +1,157 @@
+//! The state directory: `<name>.json` guarded by `<name>.lock`.
+//!
+//! The advisory lock (`File::lock`, released by the kernel when its holder
+//! dies, so a `kill -9` never leaves it stuck) is taken only around one
+//! read–decide–write. Writes go to a temp file that is fsynced and renamed
+//! over the state: readers see the old or the new state, never a torn one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::state::{StateFile, VERSION};
+use crate::CliError;
+
+/// One breaker's files.
+#[derive(Debug)]
+pub(crate) struct Store {
+    dir: PathBuf,
+    state: PathBuf,
+    lock: PathBuf,
+    temp: PathBuf,
+}
+
+/// The lock, held until dropped.
+pub(crate) struct Locked {
+    _file: File,
+}
+
+impl Store {
+    /// Resolves and creates the state directory; an unusable one is bad
+    /// input (exit 2), found before any command runs.
+    pub(crate) fn open(dir: Option<PathBuf>, name: &str) -> Result<Self, CliError> {
+        let dir = match dir {
+            Some(d) => d,
+            None => default_dir()?,
+        };
+        fs::create_dir_all(&dir).map_err(|e| {
+            CliError::input(format!("--state-dir {}: cannot create: {e}", dir.display()))
+        })?;
+        let store = Store {
+            state: dir.join(format!("{name}.json")),
+            lock: dir.join(format!("{name}.lock")),
+            temp: dir.join(format!(".{name}.json.{}.tmp", std::process::id())),
+            dir,
+        };
+        // Unwritable? Find out now, not after the command ran.
+        store.lock_file().map_err(|e| {
+            CliError::input(format!(
+                "--state-dir {}: not writable: {}",
+                store.dir.display(),
+                e.message
+            ))
+        })?;
+        Ok(store)
+    }
+
+    fn lock_file(&self) -> Result<File, CliError> {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&self.lock)
+            .map_err(|e| CliError::other(format!("{}: {e}", self.lock.display())))
+    }
+
+    /// Takes the lock (blocking while another run holds it).
+    pub(crate) fn lock(&self) -> Result<Locked, CliError> {
+        let file = self.lock_file()?;
+        file.lock()
+            .map_err(|e| CliError::other(format!("{}: cannot lock: {e}", self.lock.display())))?;
+        Ok(Locked { _file: file })
+    }
+
+    /// Reads the state; a missing file is a fresh breaker, a corrupt one is
+    /// reported on stderr and replaced by a fresh breaker.
+    pub(crate) fn read(&self, _lock: &Locked) -> StateFile {
+        let mut text = String::new();
+        match File::open(&self.state) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return StateFile::fresh(),
+            Err(e) => {
+                warn_fresh(&self.state, &e.to_string());
+                return StateFile::fresh();
+            }
+            Ok(mut f) => {
+                if let Err(e) = f.read_to_string(&mut text) {
+                    warn_fresh(&self.state, &e.to_string());
+                    return StateFile::fresh();
+                }
+            }
+        }
+        match serde_json::from_str::<StateFile>(&text) {
+            Ok(s) if s.version == VERSION => s,
+            Ok(s) => {
+                warn_fresh(&self.state, &format!("unknown version {}", s.version));
+                StateFile::fresh()
+            }
+            Err(e) => {
+                warn_fresh(&self.state, &e.to_string());
+                StateFile::fresh()
+            }
+        }
+    }
+
+    /// Replaces the state atomically (temp file, fsync, rename, fsync dir).
+    pub(crate) fn write(&self, _lock: &Locked, state: &StateFile) -> Result<(), CliError> {
+        let fail = |e: std::io::Error| {
+            CliError::other(format!("{}: cannot save state: {e}", self.state.display()))
+        };
+        let text = serde_json::to_vec(state)
+            .map_err(|e| CliError::other(format!("cannot encode state: {e}")))?;
+        let mut f = File::create(&self.temp).map_err(fail)?;
+        f.write_all(&text).map_err(fail)?;
+        f.sync_all().map_err(fail)?;
+        drop(f);
+        test_stall_point();
+        // The rename is atomic; the directory is not fsynced after it: a
+        // power loss may bring back the previous state (a few runs of
+        // evidence lost, never a torn file), and the second fsync would
+        // double the cost of every run.
+        fs::rename(&self.temp, &self.state).map_err(fail)
+    }
+
+    pub(crate) fn state_path(&self) -> &Path {
+        &self.state
+    }
+}
+
+fn warn_fresh(path: &Path, why: &str) {
+    eprintln!(
+        "tripline: warning: state file {} is unreadable ({why}); starting a fresh breaker",
+        path.display()
+    );
+}
+
+/// For the crash test only: with `TRIPLINE_TEST_STALL_LOCKED` set, a run
+/// stops between writing its temp file and renaming it — holding the
+/// lock — and waits on stdin until it is killed.
+fn test_stall_point() {
+    if std::env::var_os("TRIPLINE_TEST_STALL_LOCKED").is_some() {
+        eprintln!("tripline: stalled holding the lock");
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
+}
+
+fn default_dir() -> Result<PathBuf, CliError> {
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("tripline"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/state/tripline")),
+        None => Err(CliError::input(
+            "--state-dir: not given, and neither XDG_STATE_HOME nor HOME is set",
+        )),
+    }
+}

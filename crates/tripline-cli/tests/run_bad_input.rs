@@ -1,0 +1,65 @@
+//! Bad input: a clear message, exit 2, and the command never runs.
+
+mod run_common;
+
+use run_common::{Env, T0, stderr};
+
+fn assert_refused(env: &Env, args: &[&str], needle: &str) {
+    let out = env.run(T0, args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    assert!(!env.path("ran").exists(), "{args:?}: the command ran");
+}
+
+#[test]
+fn bad_input_exits_2_without_running_the_command() {
+    let env = Env::new();
+    let touch = ["--", "touch", "ran"];
+    std::fs::write(env.path("bad.toml"), "minimum_calls = 5\nthreshold = 0.5\n").expect("write");
+    let mut a = vec!["--breaker", "x", "--config", "bad.toml"];
+    a.extend(touch);
+    assert_refused(&env, &a, "threshold");
+
+    std::fs::write(env.path("warm.toml"), "[warm_up]\nduration = \"10s\"\n").expect("write");
+    let mut a = vec!["--breaker", "x", "--config", "warm.toml"];
+    a.extend(touch);
+    assert_refused(&env, &a, "warm_up");
+
+    // `--` forgotten: clap refuses the stray command words.
+    assert_refused(
+        &env,
+        &["--breaker", "x", "touch", "ran"],
+        "unexpected argument",
+    );
+    // No command at all.
+    assert_refused(&env, &["--breaker", "x", "--"], "missing command");
+    assert_refused(&env, &["--breaker", "x"], "missing command");
+    // A name that cannot be a file name.
+    let mut a = vec!["--breaker", "../evil"];
+    a.extend(touch);
+    assert_refused(&env, &a, "breaker name");
+    // Zero timeout, bad exit code list.
+    let mut a = vec!["--breaker", "x", "--timeout", "0s"];
+    a.extend(touch);
+    assert_refused(&env, &a, "--timeout");
+    let mut a = vec!["--breaker", "x", "--fail-on-exit", "1,x"];
+    a.extend(touch);
+    assert_refused(&env, &a, "--fail-on-exit");
+    // A command with --status.
+    let mut a = vec!["--status", "x"];
+    a.extend(touch);
+    assert_refused(&env, &a, "take none");
+}
+
+#[test]
+fn an_unwritable_state_dir_exits_2_without_running_the_command() {
+    let env = Env::new();
+    // A regular file where the directory should be: no permission games
+    // that root would ignore.
+    std::fs::write(env.path("state"), "not a dir").expect("write");
+    assert_refused(
+        &env,
+        &["--breaker", "x", "--", "touch", "ran"],
+        "--state-dir",
+    );
+}
