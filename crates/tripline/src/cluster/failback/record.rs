@@ -129,6 +129,12 @@ pub(crate) fn read(buf: &[u8], at: usize) -> Result<Option<(Record<'_>, usize)>,
         return Err("checksum mismatch");
     }
     let record = match body[0] {
+        // Ids count up from 1 and one queue can never hand out 2^64 of
+        // them, so `u64::MAX` was never written by a queue: taking it
+        // would overflow the next id (and reuse ids after it).
+        ENTRY if len >= 25 && u64_at(body, 1) == Some(u64::MAX) => {
+            return Err("impossible entry id");
+        }
         ENTRY if len >= 25 => Record::Entry {
             id: u64_at(body, 1).ok_or("bad entry")?,
             accepted_at: u64_at(body, 9).ok_or("bad entry")?,

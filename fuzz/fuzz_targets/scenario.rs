@@ -1,0 +1,4 @@
+//! libFuzzer driver for `tripline_fuzz_targets::config::scenario`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tripline_fuzz_targets::config::scenario(data));
