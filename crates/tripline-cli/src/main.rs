@@ -7,6 +7,7 @@
 mod check;
 mod config_cmd;
 mod demo;
+mod demo_live;
 mod drill;
 mod kind;
 mod proxy;
