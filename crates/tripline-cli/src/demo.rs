@@ -31,8 +31,8 @@ pub(crate) struct DemoArgs {
     #[arg(long, value_parser = parse_seconds, alias = "duration")]
     seconds: Option<u64>,
     /// Run the real proxy in this process instead: two in-process
-    /// upstreams, a load generator, the live dashboard and a scripted
-    /// outage (see `demo_live`).
+    /// upstreams under load, one failing then the other slow, with the
+    /// live dashboard's URL printed to watch the breakers trip and recover.
     #[arg(long, conflicts_with = "config")]
     live: bool,
 }

@@ -34,6 +34,10 @@ const ROUTE: &str = "demo";
 /// Name of the demo's cluster; endpoint breakers are named after it.
 const CLUSTER: &str = "backends";
 
+/// The longest `--duration`: a demo, not a soak test, and a bound that
+/// keeps every deadline computed from the start far from overflowing.
+const LONGEST_RUN: Duration = Duration::from_secs(24 * 3600);
+
 /// One step of the script: from `at` (a fraction of the run), A and B
 /// behave as given.
 struct Phase {
@@ -110,8 +114,12 @@ address = "127.0.0.1:0"
 
 /// Runs the live demo for `run`, or until Ctrl-C.
 pub(crate) fn run(run: Duration) -> Result<(), CliError> {
-    if run.is_zero() {
-        return Err(CliError::input("--duration: must be above zero"));
+    if run.is_zero() || run > LONGEST_RUN {
+        return Err(CliError::input(format!(
+            "--duration: must be above zero and at most {}, got {}",
+            humantime::format_duration(LONGEST_RUN),
+            humantime::format_duration(run)
+        )));
     }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -137,7 +145,10 @@ async fn live(run: Duration) -> Result<(), CliError> {
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io("cannot catch Ctrl-C"))?;
     let mut terminate = signal(SignalKind::terminate()).map_err(io("cannot catch SIGTERM"))?;
     let running = proxy.start().await.map_err(io("cannot start the proxy"))?;
-    let listener = running.local_addrs()[0];
+    let listener = *running
+        .local_addrs()
+        .first()
+        .ok_or_else(|| CliError::other("the demo proxy has no listener"))?;
     let admin = running
         .admin_addr()
         .ok_or_else(|| CliError::other("the demo proxy has no admin listener"))?;
