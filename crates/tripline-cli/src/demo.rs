@@ -26,9 +26,15 @@ pub(crate) struct DemoArgs {
     /// vocabulary) instead of the built-in one.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
-    /// Simulated time to run: seconds (`80`) or a duration (`80s`, `2m`).
-    #[arg(long, default_value = "80", value_parser = parse_seconds, alias = "duration")]
-    seconds: u64,
+    /// Time to run: seconds (`80`) or a duration (`80s`, `2m`); simulated
+    /// time (default 80 s), or with `--live` wall-clock time (default 60 s).
+    #[arg(long, value_parser = parse_seconds, alias = "duration")]
+    seconds: Option<u64>,
+    /// Run the real proxy in this process instead: two in-process
+    /// upstreams under load, one failing then the other slow, with the
+    /// live dashboard's URL printed to watch the breakers trip and recover.
+    #[arg(long, conflicts_with = "config")]
+    live: bool,
 }
 
 fn default_config() -> CircuitBreakerConfig {
@@ -91,6 +97,10 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
 }
 
 pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
+    if args.live {
+        return crate::demo_live::run(Duration::from_secs(args.seconds.unwrap_or(60)));
+    }
+    let seconds = args.seconds.unwrap_or(80);
     let config = load_config(args)?;
     let clock = ManualClock::new();
     let (breaker, warnings) = CircuitBreaker::builder()
@@ -113,7 +123,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
         "dependency: healthy → down at 20s → slow (800ms) at 45s → healthy at 60s; 10 calls/s"
     );
     let step = Duration::from_millis(100);
-    let calls = args.seconds * 10;
+    let calls = seconds * 10;
     let (mut sent, mut rejected) = (0u64, 0u64);
     for k in 0..calls {
         let t = k as f64 / 10.0;

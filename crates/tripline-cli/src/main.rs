@@ -7,6 +7,7 @@
 mod check;
 mod config_cmd;
 mod demo;
+mod demo_live;
 mod drill;
 mod kind;
 mod proxy;
@@ -29,7 +30,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Drive a breaker through a scripted failing dependency on a virtual
-    /// clock and print every transition with its reason and window.
+    /// clock and print every transition with its reason and window;
+    /// with `--live`, the real proxy and its live dashboard instead.
     Demo(demo::DemoArgs),
     /// Replay a fault scenario (TOML) against real breakers in virtual time
     /// and report every transition and what it cost.
