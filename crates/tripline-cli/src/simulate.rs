@@ -21,6 +21,9 @@ pub(crate) enum Format {
     Text,
     /// The stable JSON schema documented in `tripline_sim::report`.
     Json,
+    /// The per-second series of every breaker (outcomes, load on the
+    /// dependency, replicas open and half-open), to plot.
+    Csv,
 }
 
 /// Options of `tripline simulate`.
@@ -54,6 +57,14 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
             },
         ),
         Format::Json => report.to_json(),
+        Format::Csv => {
+            let runs: Vec<(&str, &[tripline_sim::report::series::Second])> = report
+                .runs
+                .iter()
+                .map(|r| (r.breaker.as_str(), r.series.as_slice()))
+                .collect();
+            tripline_sim::report::series::csv(&runs)
+        }
     };
     if let Some(path) = &args.chart {
         std::fs::write(path, chart::render(&scenario, &report)).map_err(|e| {

@@ -142,6 +142,7 @@ fn json_schema_is_stable() {
             "collateral_rejected",
             "downstream",
             "score",
+            "series",
         ])
     );
     assert_eq!(
@@ -320,4 +321,41 @@ fn an_unwritable_chart_fails_with_status_1_and_no_stdout() {
         out.stderr
             .contains("cannot write the chart to /nonexistent/dir/x.svg")
     );
+}
+
+#[test]
+fn the_per_second_series_adds_up_to_the_totals_in_json_and_csv() {
+    let path = bundled("replica-resonance.toml");
+    let file = path.to_str().expect("path");
+    let json = tripline(["simulate", file, "--format", "json"]).json();
+    let csv = tripline(["simulate", file, "--format", "csv"]);
+    assert_eq!(csv.status, 0, "{}", csv.stderr);
+    let csv = csv.text();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("breaker,t,succeeded,failed,rejected,sent,open,half_open")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for run in json["runs"].as_array().expect("runs") {
+        let series = run["series"].as_array().expect("series");
+        assert_eq!(series.len(), 150, "one row per second of the scenario");
+        let sum = |k: &str| series.iter().map(|s| s[k].as_u64().expect(k)).sum::<u64>();
+        let totals = &run["totals"];
+        assert_eq!(sum("succeeded"), totals["succeeded"].as_u64().expect("n"));
+        assert_eq!(sum("failed"), totals["failed"].as_u64().expect("n"));
+        assert_eq!(sum("rejected"), totals["rejected"].as_u64().expect("n"));
+        let peak = series
+            .iter()
+            .map(|s| s["sent"].as_u64().expect("sent"))
+            .max();
+        assert_eq!(peak, run["downstream"]["peak_per_second"].as_u64());
+        // During the outage (20 s – 90 s) every replica is open at some
+        // second; before it, none.
+        assert_eq!(series[10]["open"], 0);
+        assert!(series[20..90].iter().any(|s| s["open"] == 200));
+        let name = run["breaker"].as_str().expect("name");
+        let own = rows.iter().filter(|r| r[0] == name).count();
+        assert_eq!(own, 150, "{name}: one CSV row per second");
+    }
 }

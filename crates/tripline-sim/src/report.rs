@@ -31,12 +31,15 @@
 //!     "false_trips", "collateral_rejected",
 //!     "downstream": { "peak_per_second": u64, "mean_per_second": f64 },
 //!     "score": { "value", "detection", "missed", "false_trips", "collateral",
-//!                "load", "lockstep" } } ] }
+//!                "load", "lockstep" },
+//!     "series": [ { "t", "succeeded", "failed", "rejected", "sent",
+//!                   "open", "half_open" } ] } ] }
 //! ```
 //!
 //! Times are seconds from the scenario start; states and reasons are the
 //! library's snake_case names. Fields are only ever added, never renamed.
 
+pub mod series;
 pub mod text;
 
 use rayon::prelude::*;
@@ -91,7 +94,10 @@ pub struct Run {
     pub downstream: Downstream,
     /// The ranking score of [`crate::score`].
     pub score: Score,
-    /// Calls by start second (for charts; not in the JSON).
+    /// Per second: outcomes, load on the dependency, replicas open and
+    /// half-open ([`series`]).
+    pub series: Vec<series::Second>,
+    /// Calls by start second (for charts; in the JSON as `series`).
     #[serde(skip)]
     pub per_second: Vec<Counts>,
 }
@@ -289,6 +295,11 @@ impl Run {
             mean_per_second: all.sent() as f64 / plan.seconds.max(1) as f64,
         };
         let score = Score::new(scenario, &faults, false_trips, trace.collateral_rejected);
+        let series = series::build(
+            &trace.per_second,
+            &trace.transitions,
+            scenario.traffic.replicas,
+        );
         Run {
             breaker: name.to_owned(),
             warnings: trace.warnings.iter().map(ToString::to_string).collect(),
@@ -304,6 +315,7 @@ impl Run {
             collateral_rejected: trace.collateral_rejected,
             downstream,
             score,
+            series,
             per_second: trace.per_second,
         }
     }

@@ -185,7 +185,7 @@ impl CircuitBreakerBuilder {
                 ));
             }
         };
-        let (name, settings, warnings) = match self.shared {
+        let (name, settings, mut warnings) = match self.shared {
             Some((name, settings)) => (name, settings, Vec::new()),
             None => {
                 let warnings = self.config.validate()?;
@@ -206,6 +206,9 @@ impl CircuitBreakerBuilder {
         let instance = self.instance.unwrap_or_else(next_instance_id);
         let seed = backoff::mix_seed(self.seed.unwrap_or_else(random_seed), instance);
         let clock = self.clock.unwrap_or_default();
+        if let Some(snapshot) = &self.restore {
+            warnings.extend(restore_warnings(snapshot, &settings.config.window));
+        }
         let inner = Arc::new(Inner::new(&name, settings, clock, seed, stripes));
         if let Some(snapshot) = &self.restore {
             inner.restore(snapshot);
@@ -561,4 +564,47 @@ fn _assert_send_sync() {
     check::<CircuitBreaker>();
     check::<Permit<'static>>();
     check::<OwnedPermit>();
+}
+
+/// What a restore cannot keep of `snapshot`, said rather than done
+/// silently: counts that contradict each other are clamped, and a count
+/// window keeps only as many calls as it holds.
+fn restore_warnings(snapshot: &Snapshot, window: &WindowConfig) -> Vec<ConfigWarning> {
+    let mut warnings = Vec::new();
+    let w = &snapshot.window;
+    let kept = w.clamped();
+    if kept != *w {
+        warnings.push(ConfigWarning {
+            field: "restore.window".into(),
+            message: format!(
+                "the snapshot's counts contradict each other ({} calls, {} failures, {} slow, \
+                 {} slow failures); restored as {} calls, {} failures, {} slow, {} slow failures",
+                w.calls,
+                w.failures,
+                w.slow,
+                w.slow_failures,
+                kept.calls,
+                kept.failures,
+                kept.slow,
+                kept.slow_failures
+            ),
+        });
+    }
+    if let WindowConfig::Count { size } = window
+        && kept.calls > u64::from(*size)
+    {
+        warnings.push(ConfigWarning {
+            field: "restore.window.calls".into(),
+            message: format!(
+                "{} calls do not fit a count window of {size}: {} are dropped (failures first \
+                 kept, as the order of the snapshot's outcomes is unknown)",
+                kept.calls,
+                kept.calls - u64::from(*size)
+            ),
+        });
+    }
+    for w in &warnings {
+        tracing::warn!(target: "tripline::breaker", breaker = %snapshot.name, "{w}");
+    }
+    warnings
 }

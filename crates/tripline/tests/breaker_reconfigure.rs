@@ -546,3 +546,47 @@ fn events_display_as_one_explained_line_and_carry_wall_time() {
         "{json}"
     );
 }
+
+/// A snapshot whose counts cannot all be kept is restored as far as it can
+/// be, and says what was dropped instead of dropping it silently.
+#[test]
+fn a_snapshot_that_cannot_be_kept_whole_says_what_was_dropped() {
+    let clock = ManualClock::new();
+    let b = build(base(), &clock);
+    let mut snap = b.snapshot();
+    snap.window.calls = 1 << 40;
+    snap.window.failures = 3;
+    let (restored, warnings) = CircuitBreaker::builder()
+        .config(base())
+        .clock(clock.clone())
+        .restore(snap.clone())
+        .build_with_warnings()
+        .unwrap();
+    let dropped = warnings
+        .iter()
+        .find(|w| w.field == "restore.window.calls")
+        .expect("the dropped calls are named");
+    assert!(
+        dropped
+            .message
+            .contains("1099511627776 calls do not fit a count window of 10"),
+        "{dropped}"
+    );
+    assert_eq!(restored.window().calls, 10, "what fits is kept");
+    assert_eq!(restored.window().failures, 3);
+
+    snap.window.calls = 4;
+    snap.window.failures = 9;
+    let (_, warnings) = CircuitBreaker::builder()
+        .config(base())
+        .clock(clock)
+        .restore(snap)
+        .build_with_warnings()
+        .unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.field == "restore.window" && w.message.contains("contradict")),
+        "{warnings:?}"
+    );
+}
