@@ -46,6 +46,7 @@ pub(crate) struct SimulateArgs {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
+    crate::check_chart_path(args.chart.as_deref())?;
     let scenario = load(&args.file)?;
     let report = Report::simulate(&scenario).map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {

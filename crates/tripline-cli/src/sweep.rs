@@ -62,6 +62,7 @@ pub(crate) struct SweepArgs {
 }
 
 pub(crate) fn run(args: &SweepArgs) -> Result<(), CliError> {
+    crate::check_chart_path(args.chart.as_deref())?;
     let scenario = Scenario::load(&args.file).map_err(|e| CliError::input(e.to_string()))?;
     let grid = Grid::parse(&args.grid)
         .map_err(|m| CliError::input(format!("{}: {m}", args.file.display())))?;

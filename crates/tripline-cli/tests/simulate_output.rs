@@ -359,3 +359,36 @@ fn the_per_second_series_adds_up_to_the_totals_in_json_and_csv() {
         assert_eq!(own, 150, "{name}: one CSV row per second");
     }
 }
+
+#[test]
+fn a_chart_path_that_is_not_svg_is_refused_before_any_work() {
+    let dir = Dir::new();
+    let png = dir.path("chart.png");
+    let scenario = bundled("low-traffic.toml");
+    for args in [
+        vec![
+            "simulate",
+            scenario.to_str().expect("path"),
+            "--chart",
+            png.to_str().expect("path"),
+        ],
+        vec![
+            "sweep",
+            scenario.to_str().expect("path"),
+            "--grid",
+            "minimum_calls=1,2",
+            "--chart",
+            png.to_str().expect("path"),
+        ],
+    ] {
+        let out = tripline(&args);
+        assert_eq!(out.status, 2, "{args:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            out.stderr.contains("charts are written as SVG"),
+            "{}",
+            out.stderr
+        );
+        assert!(!png.exists(), "nothing written");
+    }
+}
