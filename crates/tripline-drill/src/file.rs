@@ -132,7 +132,7 @@ pub enum Target {
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSpec {
     /// How long it takes to answer.
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "tripline::clock::duration_serde")]
     pub latency: Duration,
 }
 

@@ -21,7 +21,7 @@ use tripline_drill::{Drill, DrillError};
 use tripline_proxy::Proxy;
 use tripline_proxy::config::ProxyConfig;
 
-use front::{admin_front, full, serve};
+use front::{full, serve};
 
 async fn faults(admin: std::net::SocketAddr) -> serde_json::Value {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
@@ -42,11 +42,10 @@ async fn ctrl_c_clears_the_drills_faults_before_it_returns() {
     let proxy = Proxy::try_new(config).unwrap();
     let running = proxy.start().await.unwrap();
     let admin = running.admin_addr().unwrap();
-    let front = admin_front(proxy.clone(), admin).await;
     let drill = Drill::from_toml(
         "interrupted.toml",
         &format!(
-            "[target]\nadmin = \"http://{front}\"\nurl = \"http://{}\"\n[load]\nrate = 20.0\nduration = \"60s\"\n[[phase]]\nfrom = \"0.5s\"\nto = \"50s\"\nroute = \"api\"\ndelay = {{ duration = \"10ms\" }}\n[expect]\nfalse_trips = 0\n",
+            "[target]\nadmin = \"http://{admin}\"\nurl = \"http://{}\"\n[load]\nrate = 20.0\nduration = \"60s\"\n[[phase]]\nfrom = \"0.5s\"\nto = \"50s\"\nroute = \"api\"\ndelay = {{ duration = \"10ms\" }}\n[expect]\nfalse_trips = 0\n",
             running.local_addrs()[0]
         ),
         Path::new("."),

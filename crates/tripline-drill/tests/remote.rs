@@ -1,8 +1,6 @@
 //! A drill against a proxy it did not build, reached over HTTP only: a
-//! real `tripline-proxy` on 127.0.0.1, behind a small admin front that
-//! forwards `/api/faults` and `/metrics` to the proxy's admin listener
-//! and serves the proxy's breaker transitions as Server-Sent Events at
-//! `/api/events`, in the shape the proxy's admin API documents.
+//! real `tripline-proxy` on 127.0.0.1, faults switched and transitions
+//! read (`/api/events`) through its own admin listener.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
@@ -21,7 +19,7 @@ use tripline_drill::{Drill, parse_sse_transition, subscribe_sse};
 use tripline_proxy::Proxy;
 use tripline_proxy::config::ProxyConfig;
 
-use front::{admin_front, full, serve, sse_event};
+use front::{full, serve, sse_event};
 
 #[test]
 fn sse_blocks_other_than_transitions_are_skipped() {
@@ -64,13 +62,12 @@ endpoints = ["{upstream}"]
     let proxy = Proxy::try_new(config).unwrap();
     let running = proxy.start().await.unwrap();
     let admin = running.admin_addr().unwrap();
-    let front = admin_front(proxy.clone(), admin).await;
     let drill = Drill::from_toml(
         "remote.toml",
         &format!(
             r#"
 [target]
-admin = "http://{front}"
+admin = "http://{admin}"
 url = "http://{}"
 [load]
 rate = 40.0

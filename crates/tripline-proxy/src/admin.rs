@@ -56,7 +56,7 @@ use self::hub::Hub;
 use self::respond::{AdminBody, error, from_metrics, json};
 use crate::config::{ConfigError, ProxyConfig};
 use crate::proxy::{Inner, Proxy};
-use crate::server::{CUT, DRAINING, accept_until_drain, reached};
+use crate::server::{accept_until_drain, serve_until_cut};
 use crate::table::Table;
 
 /// Accepts admin connections until the drain starts.
@@ -97,16 +97,7 @@ async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout)
         .serve_connection(TokioIo::new(stream), service);
-    let mut conn = std::pin::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        _ = reached(&mut stop, DRAINING) => {}
-    }
-    conn.as_mut().graceful_shutdown();
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = reached(&mut stop, CUT) => {}
-    }
+    serve_until_cut!(conn, &mut stop);
 }
 
 /// Every path the admin listener serves, by method, as the OpenAPI file

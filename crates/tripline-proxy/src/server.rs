@@ -8,6 +8,30 @@
 //! and then close (keep-alive ends), and the proxy waits for them — up to
 //! the drain timeout, after which the remaining connections are dropped.
 
+/// Serves a hyper connection to its end; once the drain starts it is asked
+/// to finish gracefully, and at the cut it is dropped, which closes it and
+/// cancels its request. A macro, not a function: hyper's connection types
+/// each have their own `graceful_shutdown` (no common trait), and a
+/// generic async function taking the shutdown as a closure trips rustc's
+/// higher-ranked `Send` inference when the future is spawned.
+macro_rules! serve_until_cut {
+    ($conn:expr, $stop:expr) => {{
+        let stop: &mut tokio::sync::watch::Receiver<u8> = $stop;
+        let mut conn = std::pin::pin!($conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = $crate::server::reached(stop, $crate::server::DRAINING) => {
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = $crate::server::reached(stop, $crate::server::CUT) => {}
+                }
+            }
+        }
+    }};
+}
+pub(crate) use serve_until_cut;
+
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -278,17 +302,7 @@ async fn serve<S>(
         .header_read_timeout(header_read_timeout);
     builder.http2().timer(TokioTimer::new());
     let conn = builder.serve_connection(TokioIo::new(stream), service);
-    let mut conn = std::pin::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        _ = reached(&mut stop, DRAINING) => {}
-    }
-    conn.as_mut().graceful_shutdown();
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        // Dropping the connection closes it, and cancels its request.
-        _ = reached(&mut stop, CUT) => {}
-    }
+    serve_until_cut!(conn, &mut stop);
 }
 
 /// Waits until the shutdown has reached `level` (or the sender is gone).

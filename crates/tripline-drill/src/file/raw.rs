@@ -46,13 +46,13 @@ struct RawTarget {
 #[serde(deny_unknown_fields)]
 struct RawLoad {
     rate: f64,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     duration: Duration,
     #[serde(default = "default_concurrency")]
     concurrency: usize,
     #[serde(default = "default_paths")]
     paths: Vec<String>,
-    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[serde(default = "default_timeout", with = "tripline::clock::duration_serde")]
     timeout: Duration,
 }
 
@@ -70,9 +70,9 @@ fn default_timeout() -> Duration {
 #[serde(deny_unknown_fields)]
 struct RawPhase {
     name: Option<String>,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     from: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "tripline::clock::duration_serde")]
     to: Duration,
     route: Option<String>,
     abort: Option<AbortSection>,
@@ -86,7 +86,7 @@ struct RawPhase {
 #[serde(deny_unknown_fields)]
 struct RawAbort {
     error_rate_above: f64,
-    #[serde(rename = "for", with = "humantime_serde")]
+    #[serde(rename = "for", with = "tripline::clock::duration_serde")]
     sustained: Duration,
     #[serde(default)]
     during: During,
@@ -103,15 +103,15 @@ enum During {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "tripline::clock::duration_serde::option")]
     trip_within: Option<Duration>,
     false_trips: Option<u64>,
     max_healthy_rejected: Option<u64>,
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "tripline::clock::duration_serde::option")]
     recover_within: Option<Duration>,
     max_probes_per_second: Option<u64>,
     max_retry_amplification: Option<f64>,
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "tripline::clock::duration_serde::option")]
     fault_p99: Option<Duration>,
 }
 

@@ -19,7 +19,11 @@ pub struct ClusterSection {
     /// follow the answers (an address that stays keeps its breaker and
     /// outlier state). Absent: names are resolved by each new connection,
     /// and a name is one endpoint whatever it resolves to.
-    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "tripline::clock::duration_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub dns_refresh: Option<Duration>,
     /// TLS to the endpoints (HTTPS, and HTTP/2 when ALPN picks `h2`);
     /// absent: cleartext.
