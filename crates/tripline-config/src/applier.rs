@@ -19,6 +19,7 @@
 //! force-open stays in force through any number of pushes until
 //! [`Applier::clear_override`] ends it.
 
+mod adopt;
 mod builder;
 mod install;
 mod managed;
@@ -26,6 +27,7 @@ mod operator;
 mod rollout_run;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
@@ -126,6 +128,10 @@ struct Shared {
     /// Read on every observed call while a shadow runs; apart from the
     /// core so feeding twins never waits behind an apply.
     twins: RwLock<BTreeMap<String, Twin>>,
+    /// Whether `twins` holds any twin: read (one relaxed load) before
+    /// anything else on every observed call, so a process with no shadow
+    /// in progress pays no lock on its request path.
+    shadowing: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
 }
 
@@ -138,6 +144,10 @@ struct Core {
     canary: bool,
     last_error: Option<String>,
     fleet: Option<TrafficSample>,
+    /// The last config installed by a document for each breaker name,
+    /// whatever the source: what [`Applier::adopt_breaker`] gives a
+    /// breaker rebuilt by its owner, so pushed parameters outlive it.
+    pushed: BTreeMap<String, tripline::CircuitBreakerConfig>,
     /// Records made under the lock, handed to listeners after it is released.
     pending: Vec<AuditRecord>,
 }

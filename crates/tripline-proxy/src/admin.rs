@@ -9,8 +9,8 @@
 //! | `POST /api/breakers/{name}/force-open\|disable\|metrics-only\|reset` | operator overrides |
 //! | `GET /api/outliers` | per cluster, endpoints' ejections and panic mode ([`outliers`]) |
 //! | `GET`/`PUT /api/config` | the config in force; replace it like a reload ([`config_api`]) |
-//! | `GET /api/audit` | configs applied and refused, operator actions ([`audit`]) |
-//! | `GET /api/events` | Server-Sent Events: transitions and ejections ([`events`]) |
+//! | `GET /api/audit` | configs applied and refused (reloads, `PUT /api/config`, and documents from the `[config_source]`), operator actions ([`audit`]) |
+//! | `GET /api/events` | Server-Sent Events: transitions, ejections, config documents ([`events`]) |
 //! | `/api/faults` | fault drills ([`faults`]) |
 //!
 //! `docs/admin-api.yaml` describes them (OpenAPI 3); a test keeps it and
@@ -143,12 +143,33 @@ impl AdminState {
         })
     }
 
+    /// Registers the admin listener's own metrics (SSE events dropped).
+    pub(crate) fn register(&self, registry: &mut prometheus_client::registry::Registry, prefix: &str) {
+        registry.register(
+            format!("{prefix}_proxy_events_dropped"),
+            "Events /api/events readers lost by falling behind the feed, summed over readers",
+            self.hub.dropped.clone(),
+        );
+    }
+
     /// Subscribes the hub to `table`'s breakers and clusters.
     pub(crate) fn follow(&self, table: &Table) {
         if self.enabled {
             self.hub.follow(table);
         }
     }
+}
+
+/// Puts every record of the `[config_source]` applier into the audit log
+/// and the event feed (`event: config`), as it is made.
+pub(crate) fn follow_applier(inner: &Arc<Inner>, applier: &tripline_config::Applier) {
+    let weak = Arc::downgrade(inner);
+    applier.subscribe(move |record| {
+        if let Some(inner) = weak.upgrade() {
+            let value = inner.admin.audit.record_config(record);
+            inner.admin.hub.publish("config", &value);
+        }
+    });
 }
 
 /// Routes one admin request.
@@ -209,7 +230,10 @@ where
             from_metrics(response)
         }
         p => match p.strip_prefix("/api/breakers/") {
-            Some(rest) => api::breaker_call(&inner.table.load(), admin, &method, rest, who),
+            Some(rest) => {
+                let applier = inner.config_source.as_ref().map(|c| c.applier());
+                api::breaker_call(&inner.table.load(), admin, applier, &method, rest, who)
+            }
             None => error(
                 StatusCode::NOT_FOUND,
                 &format!("no admin path {p:?}"),

@@ -38,6 +38,7 @@
 
 mod access_log;
 mod cluster;
+mod config_source;
 mod error;
 mod fault;
 mod locate;
@@ -55,6 +56,7 @@ use serde::{Deserialize, Serialize};
 
 pub use access_log::{AccessLogFormat, AccessLogMode, AccessLogSection};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
+pub use config_source::{ConfigSourceKind, ConfigSourceSection};
 pub use error::ConfigError;
 pub use fault::{AbortSection, DelaySection, FaultSection};
 pub(crate) use protect::FALLBACK_CAUSES;
@@ -83,6 +85,10 @@ pub struct ProxyConfig {
     pub admin: Option<AdminSection>,
     /// One line per request (off by default).
     pub access_log: AccessLogSection,
+    /// Where breaker parameters are pushed from at run time (a watched
+    /// file or etcd), if anywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_source: Option<ConfigSourceSection>,
 }
 
 /// The admin listener: Prometheus metrics of every breaker, cluster and
@@ -183,7 +189,7 @@ impl ProxyConfig {
     /// accepts both.
     pub fn looks_like_proxy_config(text: &str) -> bool {
         match toml::from_str::<toml::Table>(text) {
-            Ok(table) => ["listeners", "routes", "clusters", "proxy", "admin"]
+            Ok(table) => ["listeners", "routes", "clusters", "proxy", "admin", "config_source"]
                 .iter()
                 .any(|k| table.contains_key(*k)),
             Err(_) => false,

@@ -142,6 +142,9 @@ async fn protected(
         };
     }
     let finish = Finish {
+        shadow: route_permit
+            .as_ref()
+            .and_then(|_| crate::config_source::shadow_feed(proxy, route)),
         route_permit,
         bulkhead,
         start,
@@ -190,6 +193,8 @@ async fn protected(
 /// What the request holds until its answer has been sent.
 struct Finish {
     route_permit: Option<OwnedPermit>,
+    /// A rollout's shadow twin of the route breaker, while one runs.
+    shadow: Option<crate::config_source::ShadowFeed>,
     bulkhead: Option<tripline::bulkhead::OwnedBulkheadPermit>,
     start: tokio::time::Instant,
 }
@@ -200,6 +205,7 @@ impl Finish {
     fn respond(self, route: &Route, tried: Tried) -> Response<ProxyBody> {
         let Finish {
             route_permit,
+            shadow,
             bulkhead,
             start,
         } = self;
@@ -209,7 +215,11 @@ impl Finish {
                     EndpointOutcome::Ignored => Outcome::Success,
                     o => o.breaker_outcome(),
                 };
-                permit.record(outcome, elapsed(start));
+                let took = elapsed(start);
+                permit.record(outcome, took);
+                if let Some(shadow) = shadow {
+                    shadow.observe(outcome, took);
+                }
             }
             drop(bulkhead);
         };

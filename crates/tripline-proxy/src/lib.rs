@@ -80,6 +80,7 @@ mod access_log;
 mod admin;
 pub mod body;
 pub mod config;
+mod config_source;
 mod dns;
 pub mod fallback;
 pub mod fault;

@@ -12,6 +12,7 @@ use tripline::cluster::Cluster;
 
 use crate::access_log::AccessLog;
 use crate::config::{ConfigError, ProxyConfig};
+use crate::config_source::ConfigSource;
 use crate::fault::{Dice, Faults};
 use crate::metrics::ProxyMetrics;
 use crate::table::{Table, build_clusters, build_routes};
@@ -44,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) access_log: AccessLog,
     /// The admin API's token, event hub and audit log.
     pub(crate) admin: crate::admin::AdminState,
+    /// The applier of pushed breaker parameters (`[config_source]`).
+    pub(crate) config_source: Option<crate::config_source::ConfigSource>,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -91,9 +94,14 @@ impl ProxyBuilder {
         let faults = Faults::new(&config, self.clock.clone(), dice);
         let access_log = AccessLog::new(&config.access_log);
         let admin = crate::admin::AdminState::build(&config)?;
+        let config_source = ConfigSource::build(&config, &self.clock);
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
             access_log.register(registry, prefix);
+            admin.register(registry, prefix);
+            if let Some(source) = &config_source {
+                source.register(registry);
+            }
         })?;
         let counters = metrics.route_counters(&routes);
         let table = Table {
@@ -114,9 +122,14 @@ impl ProxyBuilder {
                 faults,
                 access_log,
                 admin,
+                config_source,
             }),
         };
         proxy.inner.admin.follow(&proxy.inner.table.load());
+        if let Some(source) = &proxy.inner.config_source {
+            source.adopt(&proxy.inner.table.load(), |_| true);
+            crate::admin::follow_applier(&proxy.inner, source.applier());
+        }
         Ok(proxy)
     }
 }

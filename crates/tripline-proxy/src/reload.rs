@@ -24,8 +24,14 @@
 //! The exporter follows: sources that went away or were replaced are
 //! unregistered before their successors are registered, so no series is
 //! exported twice and removed routes disappear from the next scrape.
-//! Listeners, the admin listener, `[proxy]` and `[access_log]` are bound or
-//! built at start: a change to them is reported as needing a restart.
+//! Listeners, the admin listener, `[proxy]`, `[access_log]` and
+//! `[config_source]` are bound or built at start: a change to them is
+//! reported as needing a restart.
+//!
+//! With a `[config_source]`, parameters pushed for a breaker win over the
+//! file's: a kept breaker is reconfigured to the last pushed config for
+//! its name, and what the reload built anew is given it and handed to the
+//! applier before the new table takes traffic.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError};
@@ -54,7 +60,7 @@ pub struct ReloadReport {
     /// Clusters built anew (new, or their config changed).
     pub clusters_built: Vec<String>,
     /// Sections that changed but take effect only on restart
-    /// (`listeners`, `admin`, `proxy`, `access_log`).
+    /// (`listeners`, `admin`, `proxy`, `access_log`, `config_source`).
     pub restart_required: Vec<String>,
 }
 
@@ -124,8 +130,14 @@ impl Proxy {
             if let (Some(fresh), Some(kept)) = (&route.breaker, &was.breaker)
                 && fresh.name() == kept.name()
             {
-                if fresh.config() != kept.config() {
-                    reconfigure.push((kept.clone(), fresh.config()));
+                // Parameters pushed through `[config_source]` win over the
+                // file's for the breakers a document named.
+                let wanted = match &inner.config_source {
+                    Some(source) => source.effective(fresh.config()),
+                    None => fresh.config(),
+                };
+                if wanted != kept.config() {
+                    reconfigure.push((kept.clone(), wanted));
                 }
                 report.breakers_kept.push(kept.name().to_owned());
                 route.breaker = Some(kept.clone());
@@ -162,13 +174,19 @@ impl Proxy {
         let counters = inner.metrics.route_counters(&routes);
         report.restart_required = restart_required(&inner.config, &config);
         inner.faults.configure(&config);
-        inner.table.store(Arc::new(Table {
+        let table = Arc::new(Table {
             config: Arc::new(config),
             routes,
             clusters,
             upstreams,
             counters,
-        }));
+        });
+        if let Some(source) = &inner.config_source {
+            // Before the table takes traffic: what it built anew starts
+            // on the pushed parameters.
+            source.adopt(&table, |name| !report.clusters_kept.iter().any(|k| k == name));
+        }
+        inner.table.store(table);
         Ok(report)
     }
 
@@ -249,6 +267,9 @@ fn restart_required(running: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
     }
     if running.access_log != new.access_log {
         changed.push("access_log".to_owned());
+    }
+    if running.config_source != new.config_source {
+        changed.push("config_source".to_owned());
     }
     changed
 }

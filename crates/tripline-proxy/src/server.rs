@@ -121,6 +121,7 @@ impl Proxy {
         let mut admin = None;
         if binding.is_first() {
             crate::dns::spawn_refreshers(&self.inner, &mut accept);
+            crate::config_source::spawn(&self.inner, &mut accept)?;
         }
         if let Some(section) = self
             .inner

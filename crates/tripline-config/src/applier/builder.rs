@@ -96,9 +96,11 @@ impl ApplierBuilder {
                     canary: false,
                     last_error: None,
                     fleet: None,
+                    pushed: BTreeMap::new(),
                     pending: Vec::new(),
                 }),
                 twins: RwLock::new(BTreeMap::new()),
+                shadowing: std::sync::atomic::AtomicBool::new(false),
                 listeners: Mutex::new(Vec::new()),
             }),
         }

@@ -107,6 +107,9 @@ impl Applier {
             core.breakers
                 .insert(breaker.name().to_owned(), Managed::new(breaker));
         }
+        for config in &doc.breakers {
+            core.pushed.insert(config.name.clone(), config.clone());
+        }
         core.version += 1;
         core.revision.clone_from(&origin.revision);
         core.last_error = None;

@@ -1,6 +1,7 @@
 //! Operator overrides and feeding the shadow twins.
 
 use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tripline::{CallError, CircuitBreaker, Clock, Outcome};
@@ -48,6 +49,9 @@ impl Applier {
     /// is shadowing it (a no-op otherwise). Call it with every outcome the
     /// live breaker records, or use [`call`](Self::call), which does.
     pub fn observe(&self, name: &str, outcome: Outcome, elapsed: Duration) {
+        if !self.is_shadowing() {
+            return;
+        }
         let twins = self
             .shared
             .twins
@@ -56,6 +60,16 @@ impl Applier {
         if let Some(twin) = twins.get(name) {
             twin.observe(outcome, elapsed);
         }
+    }
+
+    /// Whether a rollout's shadow period is running twins now: one relaxed
+    /// atomic load, for callers that would otherwise clone or look up
+    /// something per call only to hand it to [`observe`](Self::observe).
+    /// A shadow may start or end just after this answers; an outcome missed
+    /// or fed late then is one sample of the twin's window, nothing more.
+    #[inline]
+    pub fn is_shadowing(&self) -> bool {
+        self.shared.shadowing.load(Ordering::Relaxed)
     }
 
     /// Runs `f` through `breaker` and feeds the outcome to its shadow twin.

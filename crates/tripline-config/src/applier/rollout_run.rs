@@ -5,6 +5,8 @@
 //! `ManualClock`), never by timers of their own, so a rollout is
 //! deterministic under test and costs nothing between steps.
 
+use std::sync::atomic::Ordering;
+
 use tripline::clock::Timestamp;
 use tripline::{CircuitBreakerConfig, Clock};
 
@@ -127,11 +129,13 @@ impl Applier {
                 }
             }
         }
+        let any = !twins.is_empty();
         *self
             .shared
             .twins
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = twins;
+        self.shared.shadowing.store(any, Ordering::Relaxed);
         let until = self.shared.clock.now() + plan.shadow;
         let record = self.record(
             core,
@@ -154,6 +158,7 @@ impl Applier {
 
     pub(super) fn cancel_rollout(&self, core: &mut Core) {
         core.rollout = None;
+        self.shared.shadowing.store(false, Ordering::Relaxed);
         self.shared
             .twins
             .write()
@@ -195,6 +200,7 @@ impl Applier {
                 .map(|(n, t)| (n.clone(), t.would_trip()))
                 .collect();
             twins.clear();
+            self.shared.shadowing.store(false, Ordering::Relaxed);
             report
         };
         let action = AuditAction::ShadowReport { would_trip };

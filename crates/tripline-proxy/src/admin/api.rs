@@ -14,6 +14,7 @@ use crate::table::Table;
 pub(crate) fn breaker_call(
     table: &Table,
     admin: &AdminState,
+    applier: Option<&tripline_config::Applier>,
     method: &Method,
     rest: &str,
     who: &str,
@@ -46,7 +47,7 @@ pub(crate) fn breaker_call(
                 return unknown_breaker(&name);
             };
             let before = breaker.state();
-            action.apply(&breaker);
+            apply(action, &breaker, &name, applier);
             admin.audit.record(Entry {
                 source: "admin-api",
                 who,
@@ -60,6 +61,26 @@ pub(crate) fn breaker_call(
             }
         }
         _ => not_allowed("GET, POST"),
+    }
+}
+
+/// Applies `action` to `breaker`. A breaker the `[config_source]`
+/// applier manages on its own is forced open and reset through it, so the
+/// applier knows the override (it lists it, and pushed documents leave the
+/// state alone until the reset).
+fn apply(
+    action: Action,
+    breaker: &tripline::CircuitBreaker,
+    name: &str,
+    applier: Option<&tripline_config::Applier>,
+) {
+    let through_applier = match (action, applier) {
+        (Action::ForceOpen, Some(a)) => a.force_open(name).is_ok(),
+        (Action::Reset, Some(a)) => a.clear_override(name).is_ok(),
+        _ => false,
+    };
+    if !through_applier {
+        action.apply(breaker);
     }
 }
 

@@ -4,13 +4,18 @@
 //!
 //! A local ring rather than `tripline_config::AuditLog`: that log records
 //! breaker documents field by field and is appended only by its applier;
-//! the proxy's entries are whole proxy configs and operator actions.
+//! the proxy's entries are whole proxy configs and operator actions. With
+//! a `[config_source]`, each record of its applier is copied here as it is
+//! made (action `breakers_applied`, `breakers_rejected`,
+//! `breakers_shadow_started`, …, with `version`, `revision`, `changes`).
 //! Bounded at [`CAPACITY`] entries; the oldest go first.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Value, json};
+
+use tripline_config::{AuditAction, AuditRecord};
 
 use super::hub::rfc3339;
 use crate::config::ProxyConfig;
@@ -51,6 +56,37 @@ impl Audit {
             "summary": entry.summary,
         });
         tracing::info!(target: "tripline_proxy::audit", %value, "admin audit");
+        self.push(value);
+    }
+
+    /// Appends a record of the `[config_source]` applier (a breaker
+    /// document applied, refused, rolled back, or a rollout step) in the
+    /// ring's shape, with its version, revision and field-by-field
+    /// changes; returns the entry.
+    pub(crate) fn record_config(&self, record: &AuditRecord) -> Value {
+        let action = serde_json::to_value(&record.action).unwrap_or(Value::Null);
+        let kind = action["kind"].as_str().unwrap_or("unknown").to_owned();
+        let summary = config_summary(record);
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(record.unix_ms);
+        let value = json!({
+            "at": rfc3339(at),
+            "source": record.source,
+            "who": record.author.as_deref().unwrap_or("-"),
+            "action": format!("breakers_{kind}"),
+            "target": null,
+            "summary": summary,
+            "version": record.version,
+            "revision": record.revision,
+            "detail": action,
+            "changes": record.changes,
+            "warnings": record.warnings,
+        });
+        tracing::info!(target: "tripline_proxy::audit", %value, "admin audit");
+        self.push(value.clone());
+        value
+    }
+
+    fn push(&self, value: Value) {
         let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
         if ring.len() >= CAPACITY {
             ring.pop_front();
@@ -63,6 +99,40 @@ impl Audit {
         let ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
         json!({ "capacity": CAPACITY, "records": ring.iter().collect::<Vec<_>>() })
     }
+}
+
+/// `v3 (etcd rev 42): api.failure_rate_threshold 0.5 → 0.2; …`, or the
+/// refusal's reason.
+fn config_summary(record: &AuditRecord) -> String {
+    let head = match &record.revision {
+        Some(rev) => format!("v{} ({} rev {rev})", record.version, record.source),
+        None => format!("v{} ({})", record.version, record.source),
+    };
+    let body = match &record.action {
+        AuditAction::Rejected { error } => format!("refused, last good config kept: {error}"),
+        AuditAction::ShadowReport { would_trip } => {
+            let trips: Vec<String> = would_trip.iter().map(|(b, n)| format!("{b} {n}")).collect();
+            format!("shadow ended; trips the new rules would have made: {}", trips.join(", "))
+        }
+        AuditAction::AutoRolledBack { to, reason } => format!("rolled back to v{to}: {reason}"),
+        AuditAction::NotSelected { bucket } => format!("not a canary (bucket {bucket:.1})"),
+        _ if record.changes.is_empty() => "no parameter changed".to_owned(),
+        _ => record
+            .changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}.{} {} → {}",
+                    c.breaker,
+                    c.field,
+                    c.old.as_deref().unwrap_or("-"),
+                    c.new.as_deref().unwrap_or("-")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    format!("{head}: {body}")
 }
 
 /// A one-line summary of what `new` changes against `old`: routes and

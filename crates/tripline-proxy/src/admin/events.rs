@@ -1,6 +1,9 @@
 //! `GET /api/events`: Server-Sent Events, one per breaker transition
 //! (`event: transition`) and outlier ejection or return (`event: ejection`).
 //!
+//! Each config document the `[config_source]` applier handles is an
+//! `event: config` whose data is the audit entry `GET /api/audit` lists.
+//!
 //! A transition's data is one JSON object, a stable shape drills and the
 //! dashboard parse:
 //!
@@ -14,7 +17,9 @@
 //! of [`CLIENT_QUEUE`] chunks; while a slow client's queue is full its task
 //! waits and the shared feed runs ahead of it: the events it missed are
 //! counted and reported as `event: dropped` with
-//! `{"dropped": n, "total": m}`. The proxy never waits for a client. The
+//! `{"dropped": n, "total": m}`, and summed over all clients in the
+//! `tripline_proxy_events_dropped_total` metric. The proxy never waits for
+//! a client. The
 //! stream ends when the client goes or the proxy starts draining.
 
 use std::time::Duration;
@@ -36,6 +41,7 @@ const CLIENT_QUEUE: usize = 64;
 /// Opens a stream for one client.
 pub(crate) fn stream(hub: &Hub, mut stop: watch::Receiver<u8>) -> Response<AdminBody> {
     let mut feed = hub.listen();
+    let lost = hub.dropped.clone();
     let (tx, rx) = mpsc::channel::<Bytes>(CLIENT_QUEUE);
     tokio::spawn(async move {
         let mut keep_alive =
@@ -57,6 +63,7 @@ pub(crate) fn stream(hub: &Hub, mut stop: watch::Receiver<u8>) -> Response<Admin
                     Ok(e) => Bytes::from(format!("event: {}\ndata: {}\n\n", e.name, e.data)),
                     Err(RecvError::Lagged(n)) => {
                         dropped += n;
+                        lost.inc_by(n);
                         Bytes::from(format!(
                             "event: dropped\ndata: {{\"dropped\":{n},\"total\":{dropped}}}\n\n"
                         ))

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
+use prometheus_client::metrics::counter::Counter;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tripline::breaker::{Event, EventKind};
@@ -57,6 +58,9 @@ pub(crate) struct Hub {
     feed: broadcast::Sender<FeedEvent>,
     /// Held to stay subscribed; replaced whole by [`Hub::follow`].
     subscriptions: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
+    /// Events `/api/events` readers lost by falling behind, summed over
+    /// readers: `tripline_proxy_events_dropped_total`.
+    pub(crate) dropped: Counter,
 }
 
 impl Hub {
@@ -65,6 +69,7 @@ impl Hub {
             memory: Mutex::new(Memory::default()),
             feed: broadcast::channel(FEED).0,
             subscriptions: Mutex::new(Vec::new()),
+            dropped: Counter::default(),
         })
     }
 
@@ -227,7 +232,8 @@ impl Hub {
         );
     }
 
-    fn publish(&self, name: &'static str, data: &Value) {
+    /// Sends one event to every `/api/events` reader.
+    pub(crate) fn publish(&self, name: &'static str, data: &Value) {
         // No receiver is not an error: nobody is watching.
         let _ = self.feed.send(FeedEvent {
             name,

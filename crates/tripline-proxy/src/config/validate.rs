@@ -99,6 +99,35 @@ impl ProxyConfig {
                 ));
             }
         }
+        if let Some(source) = &self.config_source {
+            source.validate()?;
+            self.validate_managed_names()?;
+        }
+        Ok(())
+    }
+
+    /// With a `[config_source]`, a pushed `[[breaker]]` table finds its
+    /// breaker by name: a route breaker (or keyed family) and a cluster's
+    /// endpoint-breaker family must not share one, or a push would change
+    /// whichever was registered last.
+    fn validate_managed_names(&self) -> Result<(), ConfigError> {
+        let mut owners: std::collections::BTreeMap<String, String> = self
+            .routes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((r.breaker_name()?.to_owned(), format!("routes[{i}]"))))
+            .collect();
+        for (name, cluster) in &self.clusters {
+            let family = cluster.to_library(name).breaker.name;
+            if let Some(route) = owners.insert(family.clone(), format!("clusters.{name}")) {
+                return Err(ConfigError::invalid(
+                    format!("clusters.{name}.breaker.name"),
+                    format!(
+                        "{family:?} also names the breaker of {route}: with [config_source] every managed breaker needs a name of its own"
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
