@@ -144,7 +144,11 @@ impl AdminState {
     }
 
     /// Registers the admin listener's own metrics (SSE events dropped).
-    pub(crate) fn register(&self, registry: &mut prometheus_client::registry::Registry, prefix: &str) {
+    pub(crate) fn register(
+        &self,
+        registry: &mut prometheus_client::registry::Registry,
+        prefix: &str,
+    ) {
         registry.register(
             format!("{prefix}_proxy_events_dropped"),
             "Events /api/events readers lost by falling behind the feed, summed over readers",

@@ -189,9 +189,16 @@ impl ProxyConfig {
     /// accepts both.
     pub fn looks_like_proxy_config(text: &str) -> bool {
         match toml::from_str::<toml::Table>(text) {
-            Ok(table) => ["listeners", "routes", "clusters", "proxy", "admin", "config_source"]
-                .iter()
-                .any(|k| table.contains_key(*k)),
+            Ok(table) => [
+                "listeners",
+                "routes",
+                "clusters",
+                "proxy",
+                "admin",
+                "config_source",
+            ]
+            .iter()
+            .any(|k| table.contains_key(*k)),
             Err(_) => false,
         }
     }

@@ -190,11 +190,13 @@ pub(crate) fn spawn(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) -> std::io::Res
     match section.kind {
         ConfigSourceKind::File => {
             let path = section.path.clone().unwrap_or_default();
-            let watch = FileSource::watch(&path, applier.clone(), section.debounce)
-                .map_err(|e| std::io::Error::other(format!(
-                    "config_source.path: cannot watch {}: {e}",
-                    path.display()
-                )))?;
+            let watch =
+                FileSource::watch(&path, applier.clone(), section.debounce).map_err(|e| {
+                    std::io::Error::other(format!(
+                        "config_source.path: cannot watch {}: {e}",
+                        path.display()
+                    ))
+                })?;
             let every = section.status_interval;
             tasks.spawn(async move {
                 let _watch = watch;

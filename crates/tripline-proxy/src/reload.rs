@@ -184,7 +184,9 @@ impl Proxy {
         if let Some(source) = &inner.config_source {
             // Before the table takes traffic: what it built anew starts
             // on the pushed parameters.
-            source.adopt(&table, |name| !report.clusters_kept.iter().any(|k| k == name));
+            source.adopt(&table, |name| {
+                !report.clusters_kept.iter().any(|k| k == name)
+            });
         }
         inner.table.store(table);
         Ok(report)

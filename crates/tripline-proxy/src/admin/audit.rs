@@ -112,7 +112,10 @@ fn config_summary(record: &AuditRecord) -> String {
         AuditAction::Rejected { error } => format!("refused, last good config kept: {error}"),
         AuditAction::ShadowReport { would_trip } => {
             let trips: Vec<String> = would_trip.iter().map(|(b, n)| format!("{b} {n}")).collect();
-            format!("shadow ended; trips the new rules would have made: {}", trips.join(", "))
+            format!(
+                "shadow ended; trips the new rules would have made: {}",
+                trips.join(", ")
+            )
         }
         AuditAction::AutoRolledBack { to, reason } => format!("rolled back to v{to}: {reason}"),
         AuditAction::NotSelected { bucket } => format!("not a canary (bucket {bucket:.1})"),

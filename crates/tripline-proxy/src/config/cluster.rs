@@ -85,7 +85,12 @@ impl ClusterSection {
     pub fn to_library(&self, name: &str) -> tripline::cluster::ClusterConfig {
         let defaults = tripline::cluster::ClusterConfig::default();
         let mut breaker = self.breaker.clone().unwrap_or_default();
-        if breaker.name.is_empty() || self.breaker.is_none() {
+        // Unnamed (or left at the library's default name): the cluster's
+        // name, so endpoint breakers are `<cluster>:<endpoint>` and two
+        // clusters' families never share a name.
+        let unnamed = breaker.name.is_empty()
+            || breaker.name == tripline::CircuitBreakerConfig::default().name;
+        if unnamed || self.breaker.is_none() {
             breaker.name = name.to_owned();
         }
         tripline::cluster::ClusterConfig {

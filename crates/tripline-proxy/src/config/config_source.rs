@@ -38,10 +38,7 @@ pub struct ConfigSourceSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// kind = file: one apply per burst of writes within this.
-    #[serde(
-        default = "default_debounce",
-        with = "tripline::clock::duration_serde"
-    )]
+    #[serde(default = "default_debounce", with = "tripline::clock::duration_serde")]
     pub debounce: Duration,
     /// kind = etcd: the client URL, `http://127.0.0.1:2379`. One endpoint:
     /// the JSON gateway is plain HTTP, so several members go behind one

@@ -1,0 +1,114 @@
+//! `[config_source] kind = "file"`: a watched document file feeds the
+//! proxy's breakers, and pushed parameters outlive reloads of the proxy
+//! file.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use tripline_proxy::config::ProxyConfig;
+
+use crate::support::{self, Upstream, respond, start_proxy};
+use crate::{breaker, proxy_config, until};
+
+fn file_source(path: &std::path::Path) -> String {
+    format!(
+        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-f\"\nstatus_interval = \"100ms\"\n",
+        path.display()
+    )
+}
+
+/// The first endpoint breaker in `GET /api/breakers`.
+async fn endpoint_breaker(admin: SocketAddr) -> Value {
+    let answer = support::send(admin, "GET", "/api/breakers", &[]).await;
+    let list: Value = serde_json::from_str(&answer.body).unwrap();
+    list["breakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["kind"] == "endpoint")
+        .cloned()
+        .expect("an endpoint breaker")
+}
+
+/// Writes `text` to `path` through a rename, as editors do.
+fn write(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+const DOCUMENT: &str = "[[breaker]]\nname = \"api\"\nminimum_calls = 7\nfailure_rate_threshold = 0.25\n\n[[breaker]]\nname = \"backend\"\nminimum_calls = 42\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    write(
+        &path,
+        "[[breaker]]\nname = \"api\"\nminimum_calls = 10\nfailure_rate_threshold = 0.5\n",
+    );
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let text = proxy_config(upstream.addr, &file_source(&path));
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    for _ in 0..4 {
+        assert_eq!(support::get(addr, "/").await.status, 200);
+    }
+
+    write(&path, DOCUMENT);
+    until(Duration::from_secs(2), "the file's document", || async {
+        (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(())
+    })
+    .await;
+    let api = breaker(admin, "api").await;
+    assert_eq!(api["window"]["calls"], 4, "state kept");
+    // The cluster's endpoint breakers follow the table named like the cluster.
+    until(
+        Duration::from_secs(1),
+        "the endpoint family's config",
+        || async { (endpoint_breaker(admin).await["minimum_calls"] == 42).then_some(()) },
+    )
+    .await;
+
+    // A reload whose file sets other parameters for the same breakers, and
+    // rebuilds the cluster: the pushed parameters win and survive it.
+    let reloaded = text
+        .replace(
+            "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
+            "breaker = { minimum_calls = 10, failure_rate_threshold = 0.6 }",
+        )
+        .replace(
+            "breaker = { minimum_calls = 1000 }",
+            "breaker = { minimum_calls = 999 }",
+        );
+    let report = proxy
+        .reload(ProxyConfig::from_toml(&reloaded).unwrap())
+        .unwrap();
+    assert_eq!(report.breakers_kept, vec!["api".to_owned()]);
+    assert_eq!(report.clusters_built, vec!["backend".to_owned()]);
+    let api = breaker(admin, "api").await;
+    assert_eq!(
+        api["failure_rate_threshold"], 0.25,
+        "pushed wins over the file"
+    );
+    assert_eq!(api["window"]["calls"], 4);
+    assert_eq!(
+        endpoint_breaker(admin).await["minimum_calls"],
+        42,
+        "the rebuilt cluster's breakers start on the pushed config"
+    );
+
+    // An invalid file is refused whole; the last good stays.
+    write(
+        &path,
+        "[[breaker]]\nname = \"api\"\nfailure_rate_threshold = 7.0\n",
+    );
+    until(Duration::from_secs(2), "the refusal counted", || async {
+        let rejected = "tripline_config_rejected_total{source=\"file\"}";
+        (support::metric(admin, rejected).await == Some(1.0)).then_some(())
+    })
+    .await;
+    assert_eq!(breaker(admin, "api").await["failure_rate_threshold"], 0.25);
+    assert_eq!(support::get(addr, "/").await.status, 200);
+}

@@ -1,0 +1,70 @@
+//! A rollout's shadow period judged by real proxy traffic: the twin of
+//! the route breaker sees every outcome the live breaker records.
+
+use std::time::Duration;
+
+use crate::support::{self, Upstream, respond, start_proxy};
+use crate::{audit, breaker, proxy_config, until};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    let source = format!(
+        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-s\"\nstatus_interval = \"50ms\"\n",
+        path.display()
+    );
+    let upstream = Upstream::start(|_| respond(500, "down")).await;
+    let text = proxy_config(upstream.addr, &source).replace(
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
+        "breaker = { minimum_calls = 100, failure_rate_threshold = 0.5 }",
+    );
+    let (_proxy, running, addr, clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+
+    // Stricter rules, shadowed for 60 s, then applied nowhere (0 %).
+    let document = "rollout = { percent = 0, shadow = \"60s\", bake = \"1m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 5\nfailure_rate_threshold = 0.5\n";
+    std::fs::write(&path, document).unwrap();
+    until(Duration::from_secs(2), "the shadow start", || async {
+        audit(admin)
+            .await
+            .iter()
+            .any(|r| r["action"] == "breakers_shadow_started")
+            .then_some(())
+    })
+    .await;
+
+    for _ in 0..10 {
+        assert_eq!(support::get(addr, "/").await.status, 500);
+    }
+    let live = breaker(admin, "api").await;
+    assert_eq!(live["state"], "closed", "the live rules (100 calls) hold");
+
+    clock.advance(Duration::from_secs(61));
+    let report = until(Duration::from_secs(2), "the shadow report", || async {
+        audit(admin)
+            .await
+            .into_iter()
+            .find(|r| r["action"] == "breakers_shadow_report")
+    })
+    .await;
+    let would_trip = &report["detail"]["would_trip"];
+    assert_eq!(would_trip[0][0], "api", "{report}");
+    assert!(would_trip[0][1].as_u64().unwrap() >= 1, "{report}");
+    // 0 %: this instance is no canary, its live breaker keeps its rules.
+    until(
+        Duration::from_secs(1),
+        "the not-selected record",
+        || async {
+            audit(admin)
+                .await
+                .iter()
+                .any(|r| r["action"] == "breakers_not_selected")
+                .then_some(())
+        },
+    )
+    .await;
+    let live = breaker(admin, "api").await;
+    assert_eq!(live["minimum_calls"], 100);
+    assert_eq!(live["state"], "closed");
+}
