@@ -85,3 +85,65 @@ pub(crate) fn stream(hub: &Hub, mut stop: watch::Receiver<u8>) -> Response<Admin
     );
     r
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+    use http_body_util::BodyExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::server::RUNNING;
+
+    /// A reader that does not read while more events than the feed holds
+    /// go out loses the oldest: the stream says how many, and the
+    /// proxy-wide counter behind `tripline_proxy_events_dropped_total`
+    /// adds them up.
+    #[tokio::test]
+    async fn a_reader_that_falls_behind_is_told_and_the_loss_is_counted() {
+        let hub = Hub::new();
+        let (_stop, stop_rx) = watch::channel(RUNNING);
+        let mut body = stream(&hub, stop_rx).into_body();
+        // The reader's task has not run yet: everything published now
+        // waits in the shared feed, which holds the newest FEED events.
+        let published = 1024 + 300;
+        for i in 0..published {
+            hub.publish("transition", &json!({ "i": i }));
+        }
+        assert_eq!(hub.dropped.get(), 0, "nothing is lost before the reader reads");
+        let mut text = String::new();
+        let reported = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let frame = body.frame().await.expect("the stream stays open").unwrap();
+                if let Ok(data) = frame.into_data() {
+                    text.push_str(&String::from_utf8_lossy(&data));
+                }
+                if let Some(line) = text.lines().find(|l| l.starts_with("data: {\"dropped\"")) {
+                    let v: serde_json::Value =
+                        serde_json::from_str(line.trim_start_matches("data: ")).unwrap();
+                    return v["dropped"].as_u64().unwrap();
+                }
+            }
+        })
+        .await
+        .expect("a dropped event within 5 s");
+        assert_eq!(reported, 300, "the feed keeps the newest 1024");
+        assert_eq!(hub.dropped.get(), 300);
+        // The events after the gap still arrive, oldest kept first.
+        let next = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let frame = body.frame().await.unwrap().unwrap();
+                if let Ok(data) = frame.into_data() {
+                    let chunk = String::from_utf8_lossy(&data).into_owned();
+                    if chunk.starts_with("event: transition") {
+                        return chunk;
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(next.contains("{\"i\":300}"), "{next}");
+    }
+}

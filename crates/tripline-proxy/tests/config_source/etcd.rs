@@ -83,6 +83,11 @@ async fn a_document_in_etcd_reconfigures_the_running_proxy_within_a_second_with_
         support::metric(admin, "tripline_config_version").await,
         Some(1.0)
     );
+    // The admin listener's own loss counter is exported beside them.
+    assert_eq!(
+        support::metric(admin, "tripline_proxy_events_dropped_total").await,
+        Some(0.0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,3 +112,29 @@ async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_
     assert_eq!(breaker(admin, "api").await["failure_rate_threshold"], 0.25);
     assert_eq!(support::get(addr, "/").await.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let text = proxy_config(upstream.addr, &file_source(&path)).replace(
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }\nbreaker_key = { header = \"x-tenant\", max_breakers = 16 }",
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    let tenant = support::send(addr, "GET", "/", &[("x-tenant", "acme")]).await;
+    assert_eq!(tenant.status, 200);
+    assert_eq!(breaker(admin, "api:acme").await["minimum_calls"], 10);
+
+    write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 33\n");
+    until(Duration::from_secs(2), "the family's new template", || async {
+        (breaker(admin, "api:acme").await["minimum_calls"] == 33).then_some(())
+    })
+    .await;
+    assert_eq!(breaker(admin, "api:acme").await["window"]["calls"], 1, "state kept");
+    // A key seen for the first time gets the pushed template too.
+    support::send(addr, "GET", "/", &[("x-tenant", "globex")]).await;
+    assert_eq!(breaker(admin, "api:globex").await["minimum_calls"], 33);
+}
