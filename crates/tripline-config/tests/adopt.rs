@@ -38,7 +38,9 @@ fn a_rebuilt_breaker_is_given_the_pushed_config_and_managed_from_then_on() {
         .clock(clock.clone())
         .manage(first.clone())
         .build();
-    applier.apply(doc("", "api", 7, 0.3).as_bytes(), origin()).unwrap();
+    applier
+        .apply(doc("", "api", 7, 0.3).as_bytes(), origin())
+        .unwrap();
     assert_eq!(first.config().minimum_calls, 7);
     assert_eq!(applier.pushed_config("api").unwrap().minimum_calls, 7);
     assert!(applier.pushed_config("other").is_none());
@@ -49,7 +51,9 @@ fn a_rebuilt_breaker_is_given_the_pushed_config_and_managed_from_then_on() {
     assert_eq!(rebuilt.config().minimum_calls, 7);
     assert!(applier.breaker("api").unwrap().ptr_eq(&rebuilt));
     // Later documents reach the rebuilt one, not the dropped one.
-    applier.apply(doc("", "api", 9, 0.3).as_bytes(), origin()).unwrap();
+    applier
+        .apply(doc("", "api", 9, 0.3).as_bytes(), origin())
+        .unwrap();
     assert_eq!(rebuilt.config().minimum_calls, 9);
     assert_eq!(first.config().minimum_calls, 7);
 
@@ -70,10 +74,14 @@ fn an_override_survives_adoption_and_a_family_takes_the_pushed_template() {
     applier.force_open("api").unwrap();
     applier.adopt_breaker(api.clone()).unwrap();
     assert_eq!(applier.overrides(), vec!["api".to_owned()]);
-    applier.apply(doc("", "api", 7, 0.3).as_bytes(), origin()).unwrap();
+    applier
+        .apply(doc("", "api", 7, 0.3).as_bytes(), origin())
+        .unwrap();
     assert_eq!(api.state(), State::ForcedOpen);
 
-    applier.apply(doc("", "tenants", 12, 0.4).as_bytes(), origin()).unwrap();
+    applier
+        .apply(doc("", "tenants", 12, 0.4).as_bytes(), origin())
+        .unwrap();
     let registry = BreakerRegistry::<u32>::builder(RegistryConfig {
         breaker: CircuitBreakerConfig {
             name: "tenants".to_owned(),
@@ -94,7 +102,9 @@ fn an_override_survives_adoption_and_a_family_takes_the_pushed_template() {
 fn observing_without_a_shadow_is_a_no_op_and_says_so() {
     let clock = ManualClock::new();
     let applier = Applier::builder().clock(clock.clone()).build();
-    applier.apply(doc("", "a", 10, 0.9).as_bytes(), origin()).unwrap();
+    applier
+        .apply(doc("", "a", 10, 0.9).as_bytes(), origin())
+        .unwrap();
     assert!(!applier.is_shadowing());
     applier.observe("a", Outcome::Failure, Duration::ZERO);
 

@@ -35,6 +35,24 @@
 //! `[admin] token` mutating calls need it as a bearer token; without one
 //! the admin address must be loopback.
 //!
+//! # Pushed breaker parameters
+//!
+//! With a `[config_source]` section ([`config::ConfigSourceSection`]) the
+//! proxy's breakers — route breakers, keyed route families, each
+//! cluster's endpoint breakers — are managed by a `tripline-config`
+//! `Applier` fed by a watched file or an etcd key: a pushed document
+//! (`[[breaker]]` tables named like the breakers) changes them live with
+//! their state kept, or is refused whole and the last good stays; rollouts
+//! run their shadow twins on the route breakers' real outcomes; the proxy
+//! reports its applied version under its leased etcd status key
+//! (`tripline config status`); `/api/audit`, `/api/events` and `/metrics`
+//! (`tripline_config_*`) show what happened. Pushed parameters win over
+//! the file's for the breakers a document named, through reloads: a
+//! reload reconfigures a kept breaker to the pushed config instead of the
+//! file's, and gives it to what it builds anew before the new table takes
+//! traffic. An operator's `force-open` through the admin API outlasts
+//! every push until `reset`.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use tripline_proxy::{Proxy, config::ProxyConfig};

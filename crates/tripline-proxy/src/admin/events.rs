@@ -111,7 +111,11 @@ mod tests {
         for i in 0..published {
             hub.publish("transition", &json!({ "i": i }));
         }
-        assert_eq!(hub.dropped.get(), 0, "nothing is lost before the reader reads");
+        assert_eq!(
+            hub.dropped.get(),
+            0,
+            "nothing is lost before the reader reads"
+        );
         let mut text = String::new();
         let reported = tokio::time::timeout(Duration::from_secs(5), async {
             loop {

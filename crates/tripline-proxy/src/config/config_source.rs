@@ -85,7 +85,9 @@ impl ConfigSourceSection {
     /// above zero.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         let at = |f: &str| format!("config_source.{f}");
-        let (needed, foreign): (&[(&str, bool)], &[(&str, bool)]) = match self.kind {
+        // (field, present) of the kind's own fields, and of the other kind's.
+        type Fields<'a> = &'a [(&'a str, bool)];
+        let (needed, foreign): (Fields<'_>, Fields<'_>) = match self.kind {
             ConfigSourceKind::File => (
                 &[("path", self.path.is_some())],
                 &[

@@ -34,7 +34,7 @@ async fn a_document_in_etcd_reconfigures_the_running_proxy_within_a_second_with_
     assert_eq!(before["window"]["calls"], 3);
     assert_eq!(before["minimum_calls"], 10);
 
-    let pushed_at = std::time::Instant::now();
+    let pushed_at = tokio::time::Instant::now();
     push_document(&etcd.gateway(), PREFIX, STRICT.as_bytes())
         .await
         .unwrap();

@@ -129,11 +129,17 @@ async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
     assert_eq!(breaker(admin, "api:acme").await["minimum_calls"], 10);
 
     write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 33\n");
-    until(Duration::from_secs(2), "the family's new template", || async {
-        (breaker(admin, "api:acme").await["minimum_calls"] == 33).then_some(())
-    })
+    until(
+        Duration::from_secs(2),
+        "the family's new template",
+        || async { (breaker(admin, "api:acme").await["minimum_calls"] == 33).then_some(()) },
+    )
     .await;
-    assert_eq!(breaker(admin, "api:acme").await["window"]["calls"], 1, "state kept");
+    assert_eq!(
+        breaker(admin, "api:acme").await["window"]["calls"],
+        1,
+        "state kept"
+    );
     // A key seen for the first time gets the pushed template too.
     support::send(addr, "GET", "/", &[("x-tenant", "globex")]).await;
     assert_eq!(breaker(admin, "api:globex").await["minimum_calls"], 33);
