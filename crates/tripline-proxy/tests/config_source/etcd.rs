@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tripline_config::etcd::{fleet_status, push_document};
+use tripline_config::etcd::{document_at, fleet_status, push_document};
 
 use crate::etcd_server::Etcd;
 use crate::support::{self, Upstream, respond, start_proxy};
@@ -186,4 +186,47 @@ async fn an_operator_force_open_outlasts_pushes_until_reset() {
     assert_eq!(b["state"], "closed");
     assert_eq!(b["failure_rate_threshold"], 0.25, "the pushed config stays");
     assert_eq!(support::get(addr, "/").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_rollback_to_an_earlier_revision_restores_its_parameters() {
+    let etcd = Etcd::start().await;
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let (_proxy, running, _addr, _clock) =
+        start_proxy(&proxy_config(upstream.addr, &etcd_source(&etcd, "edge-4"))).await;
+    let admin = running.admin_addr().unwrap();
+    let gateway = etcd.gateway();
+    let first = push_document(&gateway, PREFIX, STRICT.as_bytes())
+        .await
+        .unwrap();
+    let looser = STRICT.replace("0.25", "0.75");
+    push_document(&gateway, PREFIX, looser.as_bytes())
+        .await
+        .unwrap();
+    until(Duration::from_secs(1), "the second document", || async {
+        (breaker(admin, "api").await["failure_rate_threshold"] == 0.75).then_some(())
+    })
+    .await;
+
+    // What `tripline config rollback --revision R` does: the document as
+    // it was at R, pushed again.
+    let earlier = document_at(&gateway, PREFIX, first).await.unwrap().unwrap();
+    push_document(&gateway, PREFIX, &earlier).await.unwrap();
+    until(
+        Duration::from_secs(1),
+        "the rolled-back document",
+        || async { (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(()) },
+    )
+    .await;
+    until(
+        Duration::from_secs(3),
+        "version 3 in the status key",
+        || async {
+            let fleet = fleet_status(&gateway, PREFIX).await.ok()?;
+            fleet
+                .into_iter()
+                .find(|s| s.instance == "edge-4" && s.version == 3)
+        },
+    )
+    .await;
 }

@@ -68,3 +68,56 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     assert_eq!(live["minimum_calls"], 100);
     assert_eq!(live["state"], "closed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    let source = format!(
+        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-c\"\nstatus_interval = \"50ms\"\n",
+        path.display()
+    );
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let (_proxy, running, addr, clock) = start_proxy(&proxy_config(upstream.addr, &source)).await;
+    let admin = running.admin_addr().unwrap();
+    support::get(addr, "/").await;
+
+    // 100 %: every instance is a canary once the shadow ends.
+    let document = "rollout = { percent = 100, shadow = \"30s\", bake = \"5m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 8\n";
+    std::fs::write(&path, document).unwrap();
+    until(Duration::from_secs(2), "the shadow start", || async {
+        audit(admin)
+            .await
+            .iter()
+            .any(|r| r["action"] == "breakers_shadow_started")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        breaker(admin, "api").await["minimum_calls"],
+        10,
+        "nothing applied in shadow"
+    );
+
+    clock.advance(Duration::from_secs(31));
+    until(Duration::from_secs(2), "the canary's apply", || async {
+        (breaker(admin, "api").await["minimum_calls"] == 8).then_some(())
+    })
+    .await;
+    assert_eq!(
+        breaker(admin, "api").await["window"]["calls"],
+        1,
+        "state kept"
+    );
+
+    clock.advance(Duration::from_secs(301));
+    until(Duration::from_secs(2), "the bake's end", || async {
+        audit(admin)
+            .await
+            .iter()
+            .any(|r| r["action"] == "breakers_bake_completed")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(breaker(admin, "api").await["minimum_calls"], 8);
+}
