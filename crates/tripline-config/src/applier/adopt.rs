@@ -30,7 +30,16 @@ impl Applier {
                 .reconfigure(pushed.clone())
                 .map_err(|e| refused(&name, e))?;
         }
-        let overridden = core.breakers.get(&name).is_some_and(|m| m.overridden);
+        let managed_now = core.breakers.get(&name);
+        if managed_now
+            .and_then(|m| m.breaker())
+            .is_some_and(|b| b.ptr_eq(&breaker))
+        {
+            // Already managed: keep its trip count (a canary's bake
+            // compares it with the fleet's).
+            return Ok(());
+        }
+        let overridden = managed_now.is_some_and(|m| m.overridden);
         let mut managed = Managed::new(breaker);
         managed.overridden = overridden;
         core.breakers.insert(name, managed);
