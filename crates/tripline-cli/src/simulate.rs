@@ -35,9 +35,10 @@ pub(crate) struct SimulateArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Also write an SVG chart: state bands, outcomes per second, fault
-    /// intervals and downstream load, per breaker.
-    #[arg(long, value_name = "OUT.svg")]
+    /// Also write a chart: state bands, outcomes per second, fault
+    /// intervals and downstream load, per breaker; SVG, or PNG when the
+    /// file ends in .png.
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
     chart: Option<PathBuf>,
     /// List every transition in the text report; by default repeated
     /// failed probe rounds of a replica are collapsed into one row.
@@ -46,7 +47,7 @@ pub(crate) struct SimulateArgs {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
-    crate::check_chart_path(args.chart.as_deref())?;
+    crate::chart_file::check(args.chart.as_deref())?;
     let scenario = load(&args.file)?;
     let report = Report::simulate(&scenario).map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {
@@ -68,9 +69,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
         }
     };
     if let Some(path) = &args.chart {
-        std::fs::write(path, chart::render(&scenario, &report)).map_err(|e| {
-            CliError::other(format!("cannot write the chart to {}: {e}", path.display()))
-        })?;
+        crate::chart_file::write(path, &chart::render(&scenario, &report))?;
     }
     print!("{out}");
     Ok(())
