@@ -25,17 +25,23 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     let path = args.file.display();
     let format = ConfigFormat::from_path(&args.file).unwrap_or(ConfigFormat::Toml);
     let config = if format == ConfigFormat::Toml {
-        let text = std::fs::read_to_string(&args.file)
-            .map_err(|e| CliError::input(format!("{path}: {e}")))?;
-        if ProxyConfig::looks_like_proxy_config(&text) {
-            return check_proxy(&args.file, &text);
+        let bytes =
+            std::fs::read(&args.file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+        let text = tripline::breaker::utf8_text(&bytes).map_err(|e| {
+            CliError::input(format!(
+                "{path}:{}:{}: {e}; a config is UTF-8 text",
+                e.line, e.column
+            ))
+        })?;
+        if ProxyConfig::looks_like_proxy_config(text) {
+            return check_proxy(&args.file, text);
         }
-        if crate::kind::looks_like_scenario(&text) {
+        if crate::kind::looks_like_scenario(text) {
             return Err(CliError::input(format!(
                 "{path}: this looks like a fault scenario (it has [traffic], [[fault]] or [[breaker]] tables), not a breaker config; run it with `tripline simulate {path}`"
             )));
         }
-        CircuitBreakerConfig::from_str_with_format(&text, format).map_err(|e| {
+        CircuitBreakerConfig::from_str_with_format(text, format).map_err(|e| {
             let e = ConfigFileError {
                 file: Some(args.file.clone()),
                 ..e

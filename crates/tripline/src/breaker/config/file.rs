@@ -129,15 +129,9 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Text from bytes, or an error with the line and byte offset of the first
 /// byte that is not UTF-8.
-pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, ConfigFileError> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let good = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
-        let (line, column) = line_and_column(good, at);
-        ConfigFileError::new(format!(
-            "invalid UTF-8 at byte offset {at} (line {line}, column {column}); a config is UTF-8 text"
-        ))
-        .at(line, column)
+fn utf8(bytes: &[u8]) -> Result<&str, ConfigFileError> {
+    super::utf8_text(bytes).map_err(|e| {
+        ConfigFileError::new(format!("{e}; a config is UTF-8 text")).at(e.line, e.column)
     })
 }
 
