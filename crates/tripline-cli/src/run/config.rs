@@ -64,7 +64,7 @@ pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConf
             CircuitBreakerConfig::from_path(path).map_err(|e| {
                 // The breaker runs as `--breaker NAME` whatever the file
                 // calls it; a file without a name is named by that.
-                let breaker = e.breaker.clone().or_else(|| Some(name.to_owned()));
+                let breaker = e.breaker.clone().or_else(|| Some(name.into()));
                 CliError::input(ConfigFileError { breaker, ..e }.to_string())
             })?
         }

@@ -26,7 +26,7 @@ use crate::report::text::{fmt_secs, table};
 
 mod chart;
 
-pub use chart::chart;
+pub use chart::{LABELLED, MARKED, chart};
 
 /// The score formula, as printed in every output.
 pub const SCORE_FORMULA: &str = "detection + 5s × false_trips + (collateral_rejected + sent_after_trip) ÷ (rate × replicas) + 10s × lock-step share; lower is better";

@@ -60,8 +60,9 @@ pub struct ConfigFileError {
     pub column: Option<usize>,
     /// The breaker's `name` as the file writes it, when it does: a
     /// deployment has many breaker files, and the error should say which
-    /// breaker it is about even when the file name does not.
-    pub breaker: Option<String>,
+    /// breaker it is about even when the file name does not. (A boxed
+    /// `str`: the error stays small enough to return by value.)
+    pub breaker: Option<Box<str>>,
     /// The field validation refused, dotted (`half_open.step_duration`).
     pub field: Option<String>,
     /// What is wrong, in lowercase.
@@ -157,23 +158,23 @@ fn top_level_key_of(text: &str, offset: usize) -> Option<String> {
 /// is known even when the config itself does not deserialise (a typo'd
 /// field, a value of the wrong type); `None` when the text has none or does
 /// not parse at all.
-fn name_written_in(text: &str, format: ConfigFormat) -> Option<String> {
+fn name_written_in(text: &str, format: ConfigFormat) -> Option<Box<str>> {
     match format {
         ConfigFormat::Toml => toml::from_str::<toml::Table>(text)
             .ok()?
             .get("name")?
             .as_str()
-            .map(str::to_owned),
+            .map(Box::from),
         ConfigFormat::Json => serde_json::from_str::<serde_json::Value>(text)
             .ok()?
             .get("name")?
             .as_str()
-            .map(str::to_owned),
+            .map(Box::from),
         ConfigFormat::Yaml => serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
             .ok()?
             .get("name")?
             .as_str()
-            .map(str::to_owned),
+            .map(Box::from),
     }
 }
 
