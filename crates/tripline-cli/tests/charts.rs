@@ -61,6 +61,7 @@ fn fault_labels_are_shown_whole_and_inside_the_chart() {
     let dir = Dir::new();
     let src = format!(
         r#"
+        name = "{LONG}"
         duration = "100s"
         [traffic]
         rate = 5.0
@@ -108,6 +109,21 @@ fn fault_labels_are_shown_whole_and_inside_the_chart() {
         "a name wider than the plot wraps onto more lines"
     );
     assert!(!svg.contains('…'), "nothing is truncated with an ellipsis");
+    every_text_fits(&doc);
+}
+
+/// Every text element of the chart, titles, margins and legend included,
+/// lies inside its width.
+fn every_text_fits(doc: &Document) {
+    let width = num(doc.root_element(), "width");
+    for t in texts(doc.root_element()) {
+        let (a, b) = extent(t);
+        assert!(
+            a >= 0.0 && b <= width,
+            "{:?} spans {a}–{b} of {width}",
+            t.text()
+        );
+    }
 }
 
 #[test]
@@ -211,12 +227,22 @@ fn sweep_points_carry_their_rank_and_the_key_their_parameter_values() {
     let labels = groups(&doc, "point-label");
     assert_eq!(labels.len(), 2, "both panels");
     for panel in labels {
-        let ranks: BTreeSet<usize> = texts(panel)
+        // `#1, #2` or `#5–#10`.
+        let mut ranks = BTreeSet::new();
+        for part in texts(panel)
             .iter()
             .filter_map(|t| t.text())
             .flat_map(|t| t.split(','))
-            .map(|r| r.trim_start_matches('#').parse().expect("rank"))
-            .collect();
+        {
+            let rank =
+                |r: &str| -> usize { r.trim().trim_start_matches('#').parse().expect("rank") };
+            match part.split_once('–') {
+                Some((a, b)) => ranks.extend(rank(a)..=rank(b)),
+                None => {
+                    ranks.insert(rank(part));
+                }
+            }
+        }
         assert_eq!(ranks, (1..=12).collect(), "every point, once");
     }
     let key: Vec<String> = groups(&doc, "key")
@@ -224,6 +250,7 @@ fn sweep_points_carry_their_rank_and_the_key_their_parameter_values() {
         .flat_map(texts)
         .filter_map(|t| t.text().map(str::to_owned))
         .collect();
+    every_text_fits(&doc);
     for r in results {
         let line = key
             .iter()

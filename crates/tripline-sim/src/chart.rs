@@ -84,8 +84,14 @@ pub fn render(scenario: &Scenario, report: &Report) -> String {
         .iter()
         .map(|f| wrap(&f.name, LABEL_SIZE, PLOT))
         .collect();
+    let title = format!(
+        "{} — seed {}, {} replica(s) × {} calls/s",
+        report.scenario, report.seed, report.replicas, scenario.traffic.rate
+    );
+    let title = wrap(&title, 14, WIDTH - 20.0);
+    let title_h = 18.0 * (title.len() as f64 - 1.0);
     let faults_h: f64 = rows.iter().map(|r| fault_row_height(r.len())).sum();
-    let top = 34.0 + faults_h + 6.0;
+    let top = title_h + 34.0 + faults_h + 6.0;
     let bucket = panel::bucket_seconds(
         scenario.duration.as_secs().max(1) as usize,
         scenario.traffic.rate * f64::from(scenario.traffic.replicas),
@@ -105,12 +111,10 @@ pub fn render(scenario: &Scenario, report: &Report) -> String {
         height,
         &format!("tripline simulate: {}", report.scenario),
     );
-    let title = format!(
-        "{} — seed {}, {} replica(s) × {} calls/s",
-        report.scenario, report.seed, report.replicas, scenario.traffic.rate
-    );
-    svg.text(10.0, 20.0, Anchor::Start, 14, &title);
-    let mut y = 30.0;
+    for (i, line) in title.iter().enumerate() {
+        svg.text(10.0, 20.0 + 18.0 * i as f64, Anchor::Start, 14, line);
+    }
+    let mut y = 30.0 + title_h;
     for (f, lines) in scenario.faults.iter().zip(&rows) {
         let (shade, strip) = if f.expect_trip { SHOULD_TRIP } else { RIDE_OUT };
         let spans = intervals(scenario, &f.window);

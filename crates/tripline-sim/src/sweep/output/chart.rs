@@ -3,7 +3,7 @@
 //!
 //! A static image has no hover, so everything a reader needs is printed:
 //! each labelled point carries its rank (points on the same spot share one
-//! label, `#2,#5`), a key under the plots gives every labelled rank's
+//! label, `#2, #5`, runs as ranges: `#5–#10`), a key under the plots gives every labelled rank's
 //! parameter values and score, and the three best are ringed in gold with
 //! their rank in bold. Only the best [`LABELLED`] are labelled: beyond that
 //! the labels would hide the points, and every rank is in `--format csv`.
@@ -35,6 +35,8 @@ const Y0: f64 = 50.0;
 const KEY_SIZE: u32 = 10;
 const KEY_LINE: f64 = 13.0;
 const GOLD: &str = "#f9a825";
+/// The widest a point's label runs before it wraps, px.
+const LABEL_WIDTH: f64 = 160.0;
 
 /// The x axis: linear from 0, or logarithmic over whole decades.
 #[derive(Clone, Copy)]
@@ -112,16 +114,21 @@ impl XAxis {
 /// values in a key under the plots.
 pub fn chart(s: &Sweep) -> String {
     let key = key_lines(s);
-    let key_top = Y0 + PH + 52.0;
-    let h = key_top + KEY_LINE * key.rows as f64 + 34.0;
-    let mut svg = Svg::new(W, h, &format!("tripline sweep: {}", s.scenario));
     let title = format!(
         "{} — breaker {:?}, {} configs",
         s.scenario,
         s.breaker,
         s.results.len()
     );
-    svg.text(60.0, 22.0, Anchor::Start, 14, &title);
+    let title = wrap(&title, 14, W - 80.0);
+    // Everything below the title moves down by its extra lines.
+    let y0 = Y0 + 18.0 * (title.len() as f64 - 1.0);
+    let key_top = y0 + PH + 52.0;
+    let h = key_top + KEY_LINE * key.rows as f64 + 34.0;
+    let mut svg = Svg::new(W, h, &format!("tripline sweep: {}", s.scenario));
+    for (i, line) in title.iter().enumerate() {
+        svg.text(60.0, 22.0 + 18.0 * i as f64, Anchor::Start, 14, line);
+    }
     let axis = XAxis::for_delays(s.results.iter().map(|r| r.score.detection));
     type Axis = fn(&SweepResult) -> f64;
     let panels: [(&str, Axis); 2] = [
@@ -135,15 +142,15 @@ pub fn chart(s: &Sweep) -> String {
         let max_y = s.results.iter().map(y_of).fold(0.0, f64::max).max(1.0);
         let sx = |v: f64| x0 + PW * axis.frac(v);
         // Headroom above the highest point keeps its label off the title.
-        let sy = |v: f64| Y0 + PH - PH * v / (max_y * 1.08);
-        svg.line(x0, Y0 + PH, x0 + PW, Y0 + PH, "#444444");
-        svg.line(x0, Y0, x0, Y0 + PH, "#444444");
+        let sy = |v: f64| y0 + PH - PH * v / (max_y * 1.08);
+        svg.line(x0, y0 + PH, x0 + PW, y0 + PH, "#444444");
+        svg.line(x0, y0, x0, y0 + PH, "#444444");
         svg.group(axis.class());
         for (t, labelled) in axis.ticks() {
             let len = if labelled { 4.0 } else { 2.5 };
-            svg.line(sx(t), Y0 + PH, sx(t), Y0 + PH + len, "#444444");
+            svg.line(sx(t), y0 + PH, sx(t), y0 + PH + len, "#444444");
             if labelled {
-                svg.text(sx(t), Y0 + PH + 15.0, Anchor::Middle, 10, &fmt_secs(t));
+                svg.text(sx(t), y0 + PH + 15.0, Anchor::Middle, 10, &fmt_secs(t));
             }
         }
         svg.end_group();
@@ -158,8 +165,8 @@ pub fn chart(s: &Sweep) -> String {
             XAxis::Linear { .. } => "detection delay (Σ, misses at full length)",
             XAxis::Log { .. } => "detection delay (Σ, misses at full length; log scale)",
         };
-        svg.text(x0 + PW / 2.0, Y0 + PH + 32.0, Anchor::Middle, 11, x_label);
-        svg.text(x0, Y0 - 8.0, Anchor::Start, 11, label);
+        svg.text(x0 + PW / 2.0, y0 + PH + 32.0, Anchor::Middle, 11, x_label);
+        svg.text(x0, y0 - 8.0, Anchor::Start, 11, label);
         for r in s.results.iter().rev() {
             let color = if r.rank <= 10 { "#1e88e5" } else { "#9e9e9e" };
             let tip = format!("#{} score {:.1}: {}", r.rank, r.score.value, params(r));
@@ -175,15 +182,41 @@ pub fn chart(s: &Sweep) -> String {
                 .push(r.rank);
         }
         svg.group("point-label");
-        for ((px, py), ranks) in &spots {
-            let text: Vec<String> = ranks.iter().map(|r| format!("#{r}")).collect();
-            let text = text.join(",");
+        // Bottom first, so that a label nudged up clear of another one
+        // moves towards free space.
+        let mut order: Vec<_> = spots.iter().collect();
+        order.sort_by_key(|((px, py), _)| (std::cmp::Reverse(*py), *px));
+        let mut placed: Vec<[f64; 4]> = Vec::new();
+        for ((px, py), ranks) in order {
             let (px, py) = (*px as f64 / 10.0, *py as f64 / 10.0);
+            // Long lists of coinciding ranks stack upwards in lines.
+            let lines = wrap(&rank_label(ranks), 9, LABEL_WIDTH);
+            let right_edge = (x0 + PW + 60.0).min(W - 10.0);
+            let w = lines.iter().map(|l| text_width(l, 9)).fold(0.0, f64::max);
             // Right of the point unless that would leave the panel.
-            if px + 6.0 + text_width(&text, 9) <= x0 + PW + 60.0 {
-                svg.text(px + 6.0, py - 5.0, Anchor::Start, 9, &text);
+            let (lx, anchor, left) = if px + 6.0 + w <= right_edge {
+                (px + 6.0, Anchor::Start, px + 6.0)
             } else {
-                svg.text(px - 6.0, py - 5.0, Anchor::End, 9, &text);
+                (px - 6.0, Anchor::End, px - 6.0 - w)
+            };
+            let h = 11.0 * lines.len() as f64;
+            let mut bottom = py - 5.0;
+            for _ in 0..40 {
+                let clash = placed.iter().any(|b| {
+                    left < b[1] && left + w > b[0] && bottom - h + 2.0 < b[3] && bottom + 2.0 > b[2]
+                });
+                if !clash {
+                    break;
+                }
+                bottom -= 11.0;
+            }
+            placed.push([left, left + w, bottom - h + 2.0, bottom + 2.0]);
+            if bottom < py - 10.0 {
+                // Moved off its point: a leader line says whose label it is.
+                svg.line(px, py, lx, bottom + 1.0, "#9e9e9e");
+            }
+            for (i, line) in lines.iter().rev().enumerate() {
+                svg.text(lx, bottom - 11.0 * i as f64, anchor, 9, line);
             }
         }
         svg.end_group();
@@ -216,6 +249,26 @@ pub fn chart(s: &Sweep) -> String {
         svg.text(60.0, h - 20.0 + 12.0 * i as f64, Anchor::Start, 10, line);
     }
     svg.finish()
+}
+
+/// `#1–#4, #11, #12`: ranks sharing a spot, runs of three or more
+/// consecutive ranks written as a range.
+fn rank_label(ranks: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut e = i;
+        while e + 1 < ranks.len() && ranks[e + 1] == ranks[e] + 1 {
+            e += 1;
+        }
+        if e >= i + 2 {
+            parts.push(format!("#{}–#{}", ranks[i], ranks[e]));
+        } else {
+            parts.extend(ranks[i..=e].iter().map(|r| format!("#{r}")));
+        }
+        i = e + 1;
+    }
+    parts.join(", ")
 }
 
 fn params(r: &SweepResult) -> String {
@@ -270,6 +323,12 @@ fn key_lines(s: &Sweep) -> Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coinciding_ranks_are_listed_with_runs_as_ranges() {
+        assert_eq!(rank_label(&[1, 2, 3, 4, 11, 12]), "#1–#4, #11, #12");
+        assert_eq!(rank_label(&[7]), "#7");
+    }
 
     #[test]
     fn the_axis_is_logarithmic_past_one_decade() {
