@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use tripline::CircuitBreakerConfig;
-use tripline::breaker::ConfigFormat;
+use tripline::breaker::{ConfigFileError, ConfigFormat};
 use tripline_proxy::config::ProxyConfig;
 
 use crate::CliError;
@@ -25,24 +25,35 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     let path = args.file.display();
     let format = ConfigFormat::from_path(&args.file).unwrap_or(ConfigFormat::Toml);
     let config = if format == ConfigFormat::Toml {
-        let text = std::fs::read_to_string(&args.file)
-            .map_err(|e| CliError::input(format!("{path}: {e}")))?;
-        if ProxyConfig::looks_like_proxy_config(&text) {
-            return check_proxy(&args.file, &text);
+        let bytes =
+            std::fs::read(&args.file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+        let text = tripline::breaker::utf8_text(&bytes).map_err(|e| {
+            CliError::input(format!(
+                "{path}:{}:{}: {e}; a config is UTF-8 text",
+                e.line, e.column
+            ))
+        })?;
+        if ProxyConfig::looks_like_proxy_config(text) {
+            return check_proxy(&args.file, text);
         }
-        if crate::kind::looks_like_scenario(&text) {
+        if crate::kind::looks_like_scenario(text) {
             return Err(CliError::input(format!(
                 "{path}: this looks like a fault scenario (it has [traffic], [[fault]] or [[breaker]] tables), not a breaker config; run it with `tripline simulate {path}`"
             )));
         }
-        CircuitBreakerConfig::from_str_with_format(&text, format)
-            .map_err(|e| CliError::input(format!("{path}:{}", located(&e))))?
+        CircuitBreakerConfig::from_str_with_format(text, format).map_err(|e| {
+            let e = ConfigFileError {
+                file: Some(args.file.clone()),
+                ..e
+            };
+            CliError::input(e.to_string())
+        })?
     } else {
         CircuitBreakerConfig::from_path(&args.file).map_err(|e| CliError::input(e.to_string()))?
     };
     let warnings = config
         .validate()
-        .map_err(|e| CliError::input(format!("{path}: {e}")))?;
+        .map_err(|e| CliError::input(format!("{path}: breaker {:?}: {e}", config.name)))?;
     for w in &warnings {
         println!("warning: {w}");
     }
@@ -53,24 +64,6 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         if warnings.len() == 1 { "" } else { "s" }
     );
     Ok(())
-}
-
-/// `12:5: message` (or ` message` without a position), to follow a path.
-fn located(e: &tripline::breaker::ConfigFileError) -> String {
-    let mut out = String::new();
-    if let Some(line) = e.line {
-        out.push_str(&line.to_string());
-        if let Some(column) = e.column {
-            out.push_str(&format!(":{column}"));
-        }
-        out.push(':');
-    }
-    out.push(' ');
-    if let Some(field) = &e.field {
-        out.push_str(&format!("`{field}` "));
-    }
-    out.push_str(&e.message);
-    out
 }
 
 fn check_proxy(file: &std::path::Path, text: &str) -> Result<(), CliError> {

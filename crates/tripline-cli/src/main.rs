@@ -4,6 +4,7 @@
 //! fails validation), 1 on any other error; `drill` has its own statuses
 //! (see `drill.rs`).
 
+mod chart_file;
 mod check;
 mod config_cmd;
 mod demo;
@@ -100,24 +101,4 @@ impl CliError {
             status: 1,
         }
     }
-}
-
-/// Refuses a `--chart` path that does not end in `.svg`: the charts are
-/// SVG, and SVG bytes in a `.png` would open as a broken image.
-pub(crate) fn check_chart_path(path: Option<&std::path::Path>) -> Result<(), CliError> {
-    let Some(path) = path else {
-        return Ok(());
-    };
-    let svg = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
-    if svg {
-        return Ok(());
-    }
-    Err(CliError::input(format!(
-        "--chart {}: charts are written as SVG; name the file .svg (convert it with e.g. \
-         `rsvg-convert -o chart.png chart.svg` for a PNG)",
-        path.display()
-    )))
 }

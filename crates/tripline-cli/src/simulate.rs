@@ -35,9 +35,10 @@ pub(crate) struct SimulateArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Also write an SVG chart: state bands, outcomes per second, fault
-    /// intervals and downstream load, per breaker.
-    #[arg(long, value_name = "OUT.svg")]
+    /// Also write a chart: state bands, outcomes per second, fault
+    /// intervals and downstream load, per breaker; SVG, or PNG when the
+    /// file ends in .png.
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
     chart: Option<PathBuf>,
     /// List every transition in the text report; by default repeated
     /// failed probe rounds of a replica are collapsed into one row.
@@ -46,7 +47,7 @@ pub(crate) struct SimulateArgs {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
-    crate::check_chart_path(args.chart.as_deref())?;
+    crate::chart_file::check(args.chart.as_deref())?;
     let scenario = load(&args.file)?;
     let report = Report::simulate(&scenario).map_err(|e| CliError::input(e.to_string()))?;
     let out = match args.format {
@@ -68,9 +69,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
         }
     };
     if let Some(path) = &args.chart {
-        std::fs::write(path, chart::render(&scenario, &report)).map_err(|e| {
-            CliError::other(format!("cannot write the chart to {}: {e}", path.display()))
-        })?;
+        crate::chart_file::write(path, &chart::render(&scenario, &report))?;
     }
     print!("{out}");
     Ok(())
@@ -79,30 +78,24 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), CliError> {
 /// The scenario at `path` (`-`: stdin). A file of another kind — a breaker
 /// or proxy config — is named as such, with the command that reads it.
 fn load(path: &Path) -> Result<Scenario, CliError> {
-    let (name, text) = if path == Path::new("-") {
-        let mut text = String::new();
+    let (name, bytes) = if path == Path::new("-") {
+        let mut bytes = Vec::new();
         std::io::stdin()
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .map_err(|e| CliError::input(format!("<stdin>: cannot read the scenario: {e}")))?;
-        ("<stdin>".to_owned(), text)
+        ("<stdin>".to_owned(), bytes)
     } else {
-        let text = std::fs::read(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             CliError::input(format!("{}: cannot read the file: {e}", path.display()))
         })?;
-        let text = String::from_utf8(text).map_err(|e| {
-            let at = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
-            CliError::input(format!(
-                "{}: invalid UTF-8 at byte offset {at} (line {line}); a scenario is UTF-8 text",
-                path.display()
-            ))
-        })?;
-        (path.display().to_string(), text)
+        (path.display().to_string(), bytes)
     };
-    Scenario::from_toml(&name, &text).map_err(|e| {
-        let hint = if tripline_proxy::config::ProxyConfig::looks_like_proxy_config(&text) {
+    let text =
+        tripline_sim::scenario::text(&name, &bytes).map_err(|e| CliError::input(e.to_string()))?;
+    Scenario::from_toml(&name, text).map_err(|e| {
+        let hint = if tripline_proxy::config::ProxyConfig::looks_like_proxy_config(text) {
             format!("\n{name} looks like a proxy config; run it with `tripline proxy --config {name}` or check it with `tripline check {name}`")
-        } else if crate::kind::looks_like_breaker_config(&text) {
+        } else if crate::kind::looks_like_breaker_config(text) {
             format!("\n{name} looks like a breaker config, not a scenario; validate it with `tripline check {name}`, or paste it into a scenario's [[breaker]] table to simulate it")
         } else {
             String::new()

@@ -55,14 +55,14 @@ pub(crate) struct SweepArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Also write an SVG chart of detection delay against false trips and
-    /// collateral rejections.
-    #[arg(long, value_name = "OUT.svg")]
+    /// Also write a chart of detection delay against false trips and
+    /// collateral rejections; SVG, or PNG when the file ends in .png.
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
     chart: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &SweepArgs) -> Result<(), CliError> {
-    crate::check_chart_path(args.chart.as_deref())?;
+    crate::chart_file::check(args.chart.as_deref())?;
     let scenario = Scenario::load(&args.file).map_err(|e| CliError::input(e.to_string()))?;
     let grid = Grid::parse(&args.grid)
         .map_err(|m| CliError::input(format!("{}: {m}", args.file.display())))?;
@@ -82,9 +82,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<(), CliError> {
         Format::Csv => output::csv(&sweep),
     };
     if let Some(path) = &args.chart {
-        std::fs::write(path, output::chart(&sweep)).map_err(|e| {
-            CliError::other(format!("cannot write the chart to {}: {e}", path.display()))
-        })?;
+        crate::chart_file::write(path, &output::chart(&sweep))?;
     }
     print!("{out}");
     Ok(())

@@ -129,15 +129,71 @@ fn a_file_of_the_other_kind_is_named_with_the_command_that_reads_it() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_located_by_every_reader() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let dir = Dir::new();
+    let bytes: &[u8] = b"duration = \"10s\"\nname = \"caf\xe9\"\n";
     let latin1 = dir.path("latin1.toml");
-    std::fs::write(&latin1, b"name = \"caf\xe9\"\n").expect("write");
-    let out = tripline(["simulate", latin1.to_str().expect("path")]);
+    std::fs::write(&latin1, bytes).expect("write");
+    let file = latin1.to_str().expect("path");
+    // Line 2, column 12 (after `name = "caf`), byte 28: the same position
+    // from simulate, sweep, check and stdin.
+    for args in [
+        vec!["simulate", file],
+        vec!["sweep", file, "--grid", "minimum_calls=1,2"],
+    ] {
+        let out = tripline(&args);
+        assert_eq!(out.status, 2, "{args:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "{file}:2:12: invalid UTF-8 at byte offset 28; a scenario is UTF-8 text"
+            )),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    let out = tripline(["check", file]);
     assert_eq!(out.status, 2);
     assert!(
-        out.stderr
-            .contains("invalid UTF-8 at byte offset 11 (line 1)"),
+        out.stderr.contains(&format!(
+            "{file}:2:12: invalid UTF-8 at byte offset 28 (line 2, column 12); a config is UTF-8 text"
+        )),
         "{}",
         out.stderr
+    );
+    let yaml = dir.path("latin1.yaml");
+    std::fs::write(&yaml, b"name: caf\xe9\n").expect("write");
+    let out = tripline(["check", yaml.to_str().expect("path")]);
+    assert!(
+        out.stderr
+            .contains("invalid UTF-8 at byte offset 9 (line 1, column 10)"),
+        "{}",
+        out.stderr
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tripline"))
+        .args(["simulate", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(bytes)
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("<stdin>:2:12: invalid UTF-8 at byte offset 28; a scenario is UTF-8 text"),
+        "{stderr}"
     );
 }
 

@@ -361,16 +361,16 @@ fn the_per_second_series_adds_up_to_the_totals_in_json_and_csv() {
 }
 
 #[test]
-fn a_chart_path_that_is_not_svg_is_refused_before_any_work() {
+fn a_chart_path_that_is_neither_svg_nor_png_is_refused_before_any_work() {
     let dir = Dir::new();
-    let png = dir.path("chart.png");
+    let jpg = dir.path("chart.jpg");
     let scenario = bundled("low-traffic.toml");
     for args in [
         vec![
             "simulate",
             scenario.to_str().expect("path"),
             "--chart",
-            png.to_str().expect("path"),
+            jpg.to_str().expect("path"),
         ],
         vec![
             "sweep",
@@ -378,17 +378,54 @@ fn a_chart_path_that_is_not_svg_is_refused_before_any_work() {
             "--grid",
             "minimum_calls=1,2",
             "--chart",
-            png.to_str().expect("path"),
+            jpg.to_str().expect("path"),
         ],
     ] {
         let out = tripline(&args);
         assert_eq!(out.status, 2, "{args:?}");
         assert!(out.stdout.is_empty());
         assert!(
-            out.stderr.contains("charts are written as SVG"),
+            out.stderr.contains("charts are written as SVG or PNG"),
             "{}",
             out.stderr
         );
-        assert!(!png.exists(), "nothing written");
+        assert!(!jpg.exists(), "nothing written");
     }
+}
+
+#[test]
+fn a_png_chart_is_the_svg_drawn_at_twice_its_size_with_its_text() {
+    let dir = Dir::new();
+    let scenario = bundled("low-traffic.toml");
+    let file = scenario.to_str().expect("path");
+    let (svg, png) = (dir.path("c.svg"), dir.path("c.png"));
+    for out in [&svg, &png] {
+        let run = tripline(["simulate", file, "--chart", out.to_str().expect("path")]);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+    }
+    let svg = std::fs::read_to_string(&svg).expect("svg");
+    let doc = roxmltree::Document::parse(&svg).expect("XML");
+    let size = |a: &str| -> u32 {
+        let v: f64 = doc.root_element().attribute(a).expect(a).parse().expect(a);
+        (v * 2.0).round() as u32
+    };
+    let bytes = std::fs::read(&png).expect("png written");
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&bytes).expect("a real PNG");
+    assert_eq!(
+        (pixmap.width(), pixmap.height()),
+        (size("width"), size("height"))
+    );
+    let count = |f: &dyn Fn(u8, u8, u8) -> bool| {
+        pixmap
+            .pixels()
+            .iter()
+            .filter(|p| f(p.red(), p.green(), p.blue()))
+            .count()
+    };
+    // The half-open marks (#8e24aa) and the dark text, not a blank image
+    // or one drawn without a font.
+    assert!(count(&|r, g, b| (r, g, b) == (0x8e, 0x24, 0xaa)) > 100);
+    assert!(count(&|r, g, b| r < 0x40 && g < 0x40 && b < 0x40) > 2000);
+    // The red warning text that says the rate-based breaker cannot trip.
+    assert!(count(&|r, g, b| (r, g, b) == (0xb7, 0x1c, 0x1c)) > 200);
 }

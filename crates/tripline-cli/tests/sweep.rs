@@ -201,11 +201,11 @@ fn chart_plots_detection_delay_against_false_trips_and_collateral() {
     assert_eq!(tripline(&args).status, 0);
     let svg = std::fs::read_to_string(&svg_path).expect("chart");
     let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
-    let circles = doc
+    let points = doc
         .descendants()
-        .filter(|n| n.has_tag_name("circle"))
+        .filter(|n| n.has_tag_name("circle") && n.attribute("fill") != Some("none"))
         .count();
-    assert_eq!(circles, 18, "each of 9 configs in both panels");
+    assert_eq!(points, 18, "each of 9 configs in both panels");
     let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
     assert!(texts.iter().any(|t| t.contains("false trips")));
     assert!(texts.iter().any(|t| t.contains("collateral rejections")));

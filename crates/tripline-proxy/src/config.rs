@@ -167,8 +167,19 @@ impl ProxyConfig {
     /// the line (and column) of the offending key.
     pub fn from_toml(text: &str) -> Result<ProxyConfig, ConfigError> {
         let config: ProxyConfig = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => ConfigError::parse(None, e.message().trim_end().to_owned())
-                .at(Some(locate::line_column(text, span.start))),
+            Some(span) => {
+                let mut err = ConfigError::parse(None, e.message().trim_end().to_owned())
+                    .at(Some(locate::line_column(text, span.start)));
+                // An error inside a breaker table names the key and the
+                // breaker, as validation errors about breakers do.
+                if let Some(path) = locate::path_at(text, span.start)
+                    && let Some(name) = locate::breaker_of(text, &path)
+                {
+                    err.message = format!("{} (breaker {name:?})", err.message);
+                    err.field = path;
+                }
+                err
+            }
             None => ConfigError::parse(None, e.to_string()),
         })?;
         config.validate().map_err(|e| {

@@ -138,13 +138,20 @@ impl<'a> Locator<'a> {
         (line, before[line_start..].chars().count() + 1)
     }
 
-    /// The table whose body contains `pos`, as `[traffic]` or `[[fault]] #2`.
+    /// The table whose body contains `pos`, as `[traffic]` or
+    /// `[[breaker]] #2 "payments"`: an array table is named by its `name`
+    /// key wherever the table writes it, before or after `pos`, so that an
+    /// error the parser found names the breaker (or fault) as validation
+    /// errors do.
     pub(crate) fn table_at(&self, pos: usize) -> Option<String> {
         let before = &self.src[..floor_char(self.src, pos)];
         let mut current = None;
         let mut counts: Vec<(String, usize)> = Vec::new();
-        for line in before.lines() {
+        let mut offset = 0;
+        let mut body_start = None;
+        for line in before.split_inclusive('\n') {
             let l = line.trim();
+            offset += line.len();
             if let Some(rest) = l.strip_prefix("[[") {
                 let name = rest.split("]]").next().unwrap_or("").trim().to_owned();
                 let n = match counts.iter_mut().find(|(k, _)| *k == name) {
@@ -158,12 +165,33 @@ impl<'a> Locator<'a> {
                     }
                 };
                 current = Some(format!("[[{name}]] #{n}"));
+                body_start = Some(offset);
             } else if let Some(rest) = l.strip_prefix('[') {
                 let name = rest.split(']').next().unwrap_or("").trim();
                 current = Some(format!("[{name}]"));
+                body_start = None;
             }
         }
-        current
+        match (current, body_start) {
+            (Some(table), Some(start)) => match self.name_in_body(start) {
+                Some(name) => Some(format!("{table} {name:?}")),
+                None => Some(table),
+            },
+            (current, _) => current,
+        }
+    }
+
+    /// The `name = "…"` of the table whose body starts at byte `start`, up
+    /// to the next table header.
+    fn name_in_body(&self, start: usize) -> Option<String> {
+        self.src[start..]
+            .lines()
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .filter(|l| l.trim_start().starts_with("name"))
+            .find_map(|l| {
+                let t: toml::Table = toml::from_str(l).ok()?;
+                t.get("name")?.as_str().map(str::to_owned)
+            })
     }
 
     /// The keys leading to the value or key at `pos`, outermost first, for
@@ -251,14 +279,20 @@ mod tests {
 
     #[test]
     fn paths_through_inline_tables_and_headers() {
-        let src = "name = 'x'\n[[breaker]]\nname = 'a'\n[[breaker]]\nwindow = { kind = \"count\", size = \"x\" }\n";
+        let src = "name = 'x'\n[[breaker]]\nname = 'a'\n[[breaker]]\nwindow = { kind = \"count\", size = \"x\" }\nname = \"payments\"\n[[fault]]\n";
         let loc = Locator {
             file: "f.toml",
             src,
         };
         let pos = src.find("\"x\"").expect("value present");
         assert_eq!(loc.key_path(pos), ["window", "size"]);
-        assert_eq!(loc.table_at(pos).as_deref(), Some("[[breaker]] #2"));
+        assert_eq!(
+            loc.table_at(pos).as_deref(),
+            Some("[[breaker]] #2 \"payments\""),
+            "named by a `name` written after the error"
+        );
+        let first = src.find("'a'").expect("first breaker");
+        assert_eq!(loc.table_at(first).as_deref(), Some("[[breaker]] #1 \"a\""));
         assert_eq!(loc.line_col(pos), (5, 35));
         let brace = src.find('{').expect("inline table");
         assert_eq!(loc.key_path(brace), ["window"]);

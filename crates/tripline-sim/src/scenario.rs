@@ -171,21 +171,39 @@ pub struct BreakerSpec {
     pub warnings: Vec<ConfigWarning>,
 }
 
+/// Scenario bytes as text; bytes that are not UTF-8 are an error at their
+/// line and column, with their byte offset (the library's
+/// [`tripline::breaker::utf8_text`], so every config reader says it alike).
+pub fn text<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, ScenarioError> {
+    tripline::breaker::utf8_text(bytes).map_err(|e| ScenarioError {
+        file: file.to_owned(),
+        position: Some((e.line, e.column)),
+        table: None,
+        field: None,
+        message: format!(
+            "invalid UTF-8 at byte offset {}; a scenario is UTF-8 text",
+            e.offset
+        ),
+    })
+}
+
 impl Scenario {
     /// Reads and validates the scenario file at `path`.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let bytes = std::fs::read(path).map_err(|e| ScenarioError {
             file: file.clone(),
             position: None,
             table: None,
             field: None,
             message: format!("cannot read the file: {e}"),
         })?;
-        Self::from_toml(&file, &src)
+        Self::from_toml(&file, text(&file, &bytes)?)
     }
 
     /// Parses and validates scenario text; `file` names it in errors.
+    /// (Bytes read from elsewhere, such as stdin, become text through
+    /// [`text`], which locates bytes that are not UTF-8.)
     pub fn from_toml(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         raw::parse(file, src)
     }

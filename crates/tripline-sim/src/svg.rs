@@ -112,7 +112,43 @@ impl Svg {
         .ok();
     }
 
+    /// An unfilled ring: marks a point without hiding the ones under it.
+    pub(crate) fn ring(&mut self, cx: f64, cy: f64, r: f64, stroke: &str) {
+        writeln!(
+            self.out,
+            r#"<circle cx="{}" cy="{}" r="{}" fill="none" stroke="{stroke}" stroke-width="2"/>"#,
+            n(cx),
+            n(cy),
+            n(r)
+        )
+        .ok();
+    }
+
+    /// Opens a group whose `class` names what its elements show, so a
+    /// reader (or a test) can find e.g. every half-open mark at once.
+    pub(crate) fn group(&mut self, class: &str) {
+        writeln!(self.out, r#"<g class="{}">"#, escape(class)).ok();
+    }
+
+    /// Closes the group opened last.
+    pub(crate) fn end_group(&mut self) {
+        self.out.push_str("</g>\n");
+    }
+
     pub(crate) fn text(&mut self, x: f64, y: f64, anchor: Anchor, size: u32, s: &str) {
+        self.text_fill(x, y, anchor, size, "#222222", s);
+    }
+
+    /// Text in a colour of its own (warnings, highlighted labels).
+    pub(crate) fn text_fill(
+        &mut self,
+        x: f64,
+        y: f64,
+        anchor: Anchor,
+        size: u32,
+        fill: &str,
+        s: &str,
+    ) {
         let a = match anchor {
             Anchor::Start => "start",
             Anchor::Middle => "middle",
@@ -120,7 +156,7 @@ impl Svg {
         };
         writeln!(
             self.out,
-            r##"<text x="{}" y="{}" text-anchor="{a}" font-size="{size}" fill="#222222">{}</text>"##,
+            r#"<text x="{}" y="{}" text-anchor="{a}" font-size="{size}" fill="{fill}">{}</text>"#,
             n(x),
             n(y),
             escape(s)
@@ -132,6 +168,44 @@ impl Svg {
         self.out.push_str("</svg>\n");
         self.out
     }
+}
+
+/// The width the charts' sans-serif font takes for `s` at `size` px, a
+/// slight overestimate (0.6 em a character; Helvetica averages about 0.55)
+/// so that text laid out by it never runs past the edge it was fitted to.
+pub(crate) fn text_width(s: &str, size: u32) -> f64 {
+    s.chars().count() as f64 * f64::from(size) * 0.6
+}
+
+/// `s` broken at spaces into lines no wider than `max` px at `size`; a
+/// word longer than a whole line is cut into pieces that fit, so no text is
+/// ever lost or truncated.
+pub(crate) fn wrap(s: &str, size: u32, max: f64) -> Vec<String> {
+    let per_line = ((max / (f64::from(size) * 0.6)).floor() as usize).max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in s.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > per_line {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..per_line).collect());
+        }
+        let word: String = word.into_iter().collect();
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > per_line {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// A tick step of 1, 2 or 5 × 10ⁿ giving at most about `count` ticks up to `max`.
@@ -170,5 +244,16 @@ mod tests {
         assert_eq!(tick_step(7.0, 5.0), 2.0);
         assert_eq!(tick_label(2.5), "2.5");
         assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character_and_fits_the_width() {
+        let s = "a very long fault name that would never fit, plus averyveryverylongword";
+        let lines = wrap(s, 10, 60.0); // 10 characters a line
+        assert!(lines.iter().all(|l| text_width(l, 10) <= 60.0), "{lines:?}");
+        let joined: String = lines.concat().chars().filter(|c| *c != ' ').collect();
+        let orig: String = s.chars().filter(|c| *c != ' ').collect();
+        assert_eq!(joined, orig);
+        assert_eq!(wrap("short", 10, 600.0), vec!["short"]);
     }
 }

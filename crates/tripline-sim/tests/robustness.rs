@@ -267,7 +267,7 @@ fn a_bad_array_element_names_its_key() {
     .unwrap_err()
     .to_string();
     assert!(err.starts_with("bad.toml:6:13:"), "{err}");
-    assert!(err.contains("[[fault]] #1, field `at`"), "{err}");
+    assert!(err.contains("[[fault]] #1 \"f\", field `at`"), "{err}");
 }
 
 /// A scenario that would run for days is refused up front, naming the rate

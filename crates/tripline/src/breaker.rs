@@ -45,8 +45,8 @@ pub use self::core::Snapshot;
 pub use backoff::{Backoff, Jitter, OpenDuration};
 pub use call_async::CallAsync;
 pub use config::{
-    CircuitBreakerConfig, ConfigError, ConfigWarning, Cooldown, HalfOpenPolicy, SlowCallBaseline,
-    WarmUp, WarmUpMode, WindowConfig,
+    CircuitBreakerConfig, ConfigError, ConfigWarning, Cooldown, HalfOpenPolicy, InvalidUtf8,
+    SlowCallBaseline, WarmUp, WarmUpMode, WindowConfig, utf8_text,
 };
 #[cfg(feature = "config-files")]
 pub use config::{ConfigFileError, ConfigFormat};

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tripline::breaker::OpenDuration;
+use tripline::breaker::{ConfigFileError, OpenDuration};
 use tripline::{CircuitBreakerConfig, HalfOpenPolicy, WindowConfig};
 
 use crate::CliError;
@@ -61,7 +61,12 @@ pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConf
     let mut config = match file {
         None => defaults(name),
         Some(path) => {
-            CircuitBreakerConfig::from_path(path).map_err(|e| CliError::input(e.to_string()))?
+            CircuitBreakerConfig::from_path(path).map_err(|e| {
+                // The breaker runs as `--breaker NAME` whatever the file
+                // calls it; a file without a name is named by that.
+                let breaker = e.breaker.clone().or_else(|| Some(name.into()));
+                CliError::input(ConfigFileError { breaker, ..e }.to_string())
+            })?
         }
     };
     config.name = name.to_owned();
@@ -77,11 +82,11 @@ pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConf
     ];
     if let Some((key, _)) = unsupported.iter().find(|(_, set)| *set) {
         return Err(CliError::input(format!(
-            "{key}: not supported by `tripline run` (it would restart in every short-lived run); remove it"
+            "breaker {name:?}: {key}: not supported by `tripline run` (it would restart in every short-lived run); remove it"
         )));
     }
     config
         .validate()
-        .map_err(|e| CliError::input(format!("breaker config: {e}")))?;
+        .map_err(|e| CliError::input(format!("breaker {name:?}: {e}")))?;
     Ok(config)
 }

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 /// The 1-based line and column of the key at `field` in `text`, or of its
@@ -44,6 +45,82 @@ pub(crate) fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
         }
     }
     found.map(|span| line_column(text, span.start))
+}
+
+/// The dotted path (`routes[0].breaker.minimum_calls`) of the key or value
+/// written at byte `offset`: the reverse of [`locate`], for a parse error
+/// that has a position but no field.
+pub(crate) fn path_at(text: &str, offset: usize) -> Option<String> {
+    let document = DeTable::parse(text).ok()?;
+    let mut path = String::new();
+    table_path(document.get_ref(), offset, &mut path).then_some(path)
+}
+
+fn table_path(table: &DeTable<'_>, offset: usize, path: &mut String) -> bool {
+    for (key, value) in table.iter() {
+        let mark = path.len();
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key.get_ref());
+        if key.span().contains(&offset) || value_path(value, offset, path) {
+            return true;
+        }
+        path.truncate(mark);
+    }
+    false
+}
+
+fn value_path(value: &Spanned<DeValue<'_>>, offset: usize, path: &mut String) -> bool {
+    match value.get_ref() {
+        DeValue::Table(t) => table_path(t, offset, path),
+        DeValue::Array(items) => items.iter().enumerate().any(|(i, item)| {
+            let mark = path.len();
+            path.push_str(&format!("[{i}]"));
+            let found = value_path(item, offset, path);
+            if !found {
+                path.truncate(mark);
+            }
+            found
+        }),
+        _ => value.span().contains(&offset),
+    }
+}
+
+/// The name of the breaker that the key at `path` belongs to, for a path
+/// inside `routes[i].breaker` or `clusters.NAME.breaker`: the breaker's own
+/// `name`, else its route's or cluster's name, which is what the proxy runs
+/// it under.
+pub(crate) fn breaker_of(text: &str, path: &str) -> Option<String> {
+    let doc: toml::Table = toml::from_str(text).ok()?;
+    let segments = segments(path);
+    let named = |t: &toml::Table| t.get("name").and_then(|n| n.as_str()).map(str::to_owned);
+    let (owner, breaker) = match segments.as_slice() {
+        [
+            Segment::Key("routes"),
+            Segment::Index(i),
+            Segment::Key("breaker"),
+            ..,
+        ] => {
+            let route = doc.get("routes")?.as_array()?.get(*i)?.as_table()?;
+            (named(route), route.get("breaker")?.as_table())
+        }
+        [
+            Segment::Key("clusters"),
+            Segment::Key(name),
+            Segment::Key("breaker"),
+            ..,
+        ] => {
+            let cluster = doc.get("clusters")?.as_table()?.get(*name)?.as_table()?;
+            (Some((*name).to_owned()), cluster.get("breaker")?.as_table())
+        }
+        _ => return None,
+    };
+    let default = tripline::CircuitBreakerConfig::default().name;
+    breaker
+        .and_then(named)
+        .filter(|n| !n.is_empty() && *n != default)
+        .or(owner)
 }
 
 /// One step of a field path.
@@ -104,6 +181,20 @@ mod tests {
         assert_eq!(locate(TEXT, "routes[1].timeout.per_try"), Some((11, 13)));
         assert_eq!(locate(TEXT, "routes[0].cluster"), Some((6, 1)));
         assert_eq!(locate(TEXT, "clusters.c.endpoints[1]"), Some((14, 29)));
+    }
+
+    #[test]
+    fn a_position_maps_back_to_its_path_and_breaker() {
+        let text = "[[routes]]\nname = \"api\"\ncluster = \"c\"\n[routes.breaker]\nminimum_calls = \"x\"\n\n[clusters.c]\nendpoints = [\"127.0.0.1:1\"]\nbreaker = { name = \"edge\", window = { kind = \"count\", size = \"y\" } }\n";
+        let x = text.find("\"x\"").expect("x");
+        let path = path_at(text, x).expect("path");
+        assert_eq!(path, "routes[0].breaker.minimum_calls");
+        assert_eq!(breaker_of(text, &path).as_deref(), Some("api"));
+        let y = text.find("\"y\"").expect("y");
+        let path = path_at(text, y).expect("path");
+        assert_eq!(path, "clusters.c.breaker.window.size");
+        assert_eq!(breaker_of(text, &path).as_deref(), Some("edge"));
+        assert_eq!(breaker_of(text, "routes[0].cluster"), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
+use tripline::CircuitBreakerConfig;
 use tripline::pipeline::PolicyConfigError;
 
 use super::{ConfigError, ProxyConfig, RouteSection};
@@ -72,10 +73,19 @@ impl ProxyConfig {
                 }
             }
             super::tls::validate_cluster(&at, cluster)?;
-            cluster
-                .to_library(name)
-                .validate()
-                .map_err(|e| policy_error(&at, &e))?;
+            let library = cluster.to_library(name);
+            library.validate().map_err(|e| {
+                let mut err = policy_error(&at, &e);
+                // The endpoints' breaker template: say which breaker, as
+                // every breaker error does.
+                if e.field == "breaker" || e.field.starts_with("breaker.") {
+                    let own = &library.breaker.name;
+                    let unset = own.is_empty() || *own == CircuitBreakerConfig::default().name;
+                    let breaker = if unset { name } else { own };
+                    err.message = format!("{} (breaker {breaker:?})", err.message);
+                }
+                err
+            })?;
         }
         let mut names = BTreeSet::new();
         let mut breakers = BTreeSet::new();
@@ -175,7 +185,10 @@ impl ProxyConfig {
         }
         if let Some(breaker) = &route.breaker {
             breaker.validate().map_err(|e| {
-                ConfigError::invalid(format!("{at}.breaker.{}", e.field), e.constraint)
+                ConfigError::invalid(
+                    format!("{at}.breaker.{}", e.field),
+                    format!("{} {}", e.constraint, route.breaker_label()),
+                )
             })?;
         }
         if let Some(bulkhead) = &route.bulkhead {
@@ -227,9 +240,10 @@ impl ProxyConfig {
             return Err(ConfigError::invalid(
                 format!("{at}.breaker.slow_call_duration"),
                 format!(
-                    "must be below the timeout ({} >= {}): a call that slow times out before it can count as slow",
+                    "must be below the timeout ({} >= {}): a call that slow times out before it can count as slow {}",
                     humantime::format_duration(slow),
-                    humantime::format_duration(limit)
+                    humantime::format_duration(limit),
+                    route.breaker_label()
                 ),
             ));
         }
@@ -261,6 +275,12 @@ impl ProxyConfig {
 }
 
 impl RouteSection {
+    /// `(breaker "NAME")`, appended to every error about the route's
+    /// breaker so that it names the breaker as metrics and events will.
+    pub(crate) fn breaker_label(&self) -> String {
+        format!("(breaker {:?})", self.breaker_name().unwrap_or(&self.name))
+    }
+
     /// The name the route's breaker runs under, if it has a breaker: its
     /// own `name` when set, else the route's name.
     pub(crate) fn breaker_name(&self) -> Option<&str> {

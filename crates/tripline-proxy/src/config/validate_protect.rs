@@ -41,7 +41,10 @@ impl ProxyConfig {
                 );
             }
             breaker_family(template, k).validate().map_err(|e| {
-                ConfigError::invalid(format!("{at}.breaker_key.{}", e.field), e.constraint)
+                ConfigError::invalid(
+                    format!("{at}.breaker_key.{}", e.field),
+                    format!("{} {}", e.constraint, route.breaker_label()),
+                )
             })?;
         }
         if let Some(h) = &route.hedge {

@@ -134,7 +134,7 @@ pub(super) fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         if breakers.iter().any(|o| o.config.name == spec.config.name) {
             return Err(loc.at(
                 find_key(src, b.span(), "name").or(Some(b.span())),
-                Some(format!("[[breaker]] #{}", i + 1)),
+                Some(format!("[[breaker]] #{} {:?}", i + 1, spec.config.name)),
                 Some("name"),
                 format!(
                     "{:?} is already the name of another breaker",

@@ -23,7 +23,10 @@ use serde_json::{Map, Value, json};
 
 use super::{Sweep, SweepResult};
 use crate::report::text::{fmt_secs, table};
-use crate::svg::{Anchor, Svg, tick_label, tick_step};
+
+mod chart;
+
+pub use chart::{LABELLED, MARKED, chart};
 
 /// The score formula, as printed in every output.
 pub const SCORE_FORMULA: &str = "detection + 5s × false_trips + (collateral_rejected + sent_after_trip) ÷ (rate × replicas) + 10s × lock-step share; lower is better";
@@ -208,91 +211,4 @@ pub fn csv(s: &Sweep) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Two scatter plots of detection delay against false trips and against
-/// collateral rejections: the trade-off every breaker config makes. The ten best are
-/// blue, the best is labelled; hover shows each point's parameters.
-pub fn chart(s: &Sweep) -> String {
-    let (w, h, pw, ph) = (960.0, 420.0, 380.0, 300.0);
-    let mut svg = Svg::new(w, h, &format!("tripline sweep: {}", s.scenario));
-    let title = format!(
-        "{} — breaker {:?}, {} configs",
-        s.scenario,
-        s.breaker,
-        s.results.len()
-    );
-    svg.text(60.0, 22.0, Anchor::Start, 14, &title);
-    let max_x = s
-        .results
-        .iter()
-        .map(|r| r.score.detection)
-        .fold(0.0, f64::max)
-        .max(1.0);
-    type Axis = fn(&SweepResult) -> f64;
-    let panels: [(&str, Axis); 2] = [
-        ("false trips", |r| r.score.false_trips as f64),
-        ("collateral rejections (healthy calls)", |r| {
-            r.collateral_rejected as f64
-        }),
-    ];
-    for (p, (label, y_of)) in panels.iter().enumerate() {
-        let (x0, y0) = (70.0 + p as f64 * (pw + 90.0), 50.0);
-        let max_y = s.results.iter().map(y_of).fold(0.0, f64::max).max(1.0);
-        let sx = |v: f64| x0 + pw * v / max_x;
-        let sy = |v: f64| y0 + ph - ph * v / max_y;
-        svg.line(x0, y0 + ph, x0 + pw, y0 + ph, "#444444");
-        svg.line(x0, y0, x0, y0 + ph, "#444444");
-        let xs = tick_step(max_x, 6.0);
-        let mut t = 0.0;
-        while t <= max_x + 1e-9 {
-            svg.line(sx(t), y0 + ph, sx(t), y0 + ph + 4.0, "#444444");
-            svg.text(
-                sx(t),
-                y0 + ph + 15.0,
-                Anchor::Middle,
-                10,
-                &format!("{}s", tick_label(t)),
-            );
-            t += xs;
-        }
-        let ys = tick_step(max_y, 6.0).max(1.0); // counts: whole ticks
-        let mut t = 0.0;
-        while t <= max_y + 1e-9 {
-            svg.line(x0 - 4.0, sy(t), x0, sy(t), "#444444");
-            svg.text(x0 - 6.0, sy(t) + 3.0, Anchor::End, 10, &tick_label(t));
-            t += ys;
-        }
-        svg.text(
-            x0 + pw / 2.0,
-            y0 + ph + 32.0,
-            Anchor::Middle,
-            11,
-            "detection delay (Σ, misses at full length)",
-        );
-        svg.text(x0, y0 - 8.0, Anchor::Start, 11, label);
-        for r in s.results.iter().rev() {
-            let color = if r.rank <= 10 { "#1e88e5" } else { "#9e9e9e" };
-            let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let tip = format!(
-                "#{} score {:.1}: {}",
-                r.rank,
-                r.score.value,
-                params.join(" ")
-            );
-            svg.circle(sx(r.score.detection), sy(y_of(r)), 3.5, color, &tip);
-        }
-        if let Some(best) = s.results.first() {
-            let (bx, by) = (sx(best.score.detection), sy(y_of(best)));
-            svg.text(bx + 6.0, by - 6.0, Anchor::Start, 10, "best");
-        }
-    }
-    svg.text(
-        60.0,
-        h - 12.0,
-        Anchor::Start,
-        10,
-        &format!("blue: the ten best by score = {SCORE_FORMULA}"),
-    );
-    svg.finish()
 }

@@ -13,11 +13,13 @@ use std::time::Duration;
 mod adaptive;
 #[cfg(feature = "config-files")]
 mod file;
+mod text;
 
 pub use super::backoff::OpenDuration;
 pub use adaptive::{Cooldown, SlowCallBaseline, WarmUp, WarmUpMode};
 #[cfg(feature = "config-files")]
 pub use file::{ConfigFileError, ConfigFormat};
+pub use text::{InvalidUtf8, utf8_text};
 
 /// Everything that shapes one breaker's decisions.
 ///

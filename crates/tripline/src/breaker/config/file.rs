@@ -3,7 +3,8 @@
 //! the proxy share.
 //!
 //! Every error says where: the file, the line and column when the format
-//! reports them, the field when validation refused a value. Bytes that are
+//! reports them, the breaker (its `name`, when the file gives one), the
+//! field when validation refused a value. Bytes that are
 //! not UTF-8 are reported with their line and byte offset rather than as
 //! an unreadable stream.
 
@@ -57,6 +58,11 @@ pub struct ConfigFileError {
     /// 1-based column (in characters for TOML, in bytes for JSON and YAML
     /// as their parsers report), when known.
     pub column: Option<usize>,
+    /// The breaker's `name` as the file writes it, when it does: a
+    /// deployment has many breaker files, and the error should say which
+    /// breaker it is about even when the file name does not. (A boxed
+    /// `str`: the error stays small enough to return by value.)
+    pub breaker: Option<Box<str>>,
     /// The field validation refused, dotted (`half_open.step_duration`).
     pub field: Option<String>,
     /// What is wrong, in lowercase.
@@ -77,6 +83,9 @@ impl fmt::Display for ConfigFileError {
         } else if let Some(line) = self.line {
             write!(f, "line {line}: ")?;
         }
+        if let Some(name) = &self.breaker {
+            write!(f, "breaker {name:?}: ")?;
+        }
         // As the library's `ConfigError` reads: "`field` must be …".
         if let Some(field) = &self.field {
             write!(f, "`{field}` ")?;
@@ -93,6 +102,7 @@ impl ConfigFileError {
             file: None,
             line: None,
             column: None,
+            breaker: None,
             field: None,
             message: message.into(),
         }
@@ -120,16 +130,52 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Text from bytes, or an error with the line and byte offset of the first
 /// byte that is not UTF-8.
-pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, ConfigFileError> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let good = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
-        let (line, column) = line_and_column(good, at);
-        ConfigFileError::new(format!(
-            "invalid UTF-8 at byte offset {at} (line {line}, column {column}); a config is UTF-8 text"
-        ))
-        .at(line, column)
+fn utf8(bytes: &[u8]) -> Result<&str, ConfigFileError> {
+    super::utf8_text(bytes).map_err(|e| {
+        ConfigFileError::new(format!("{e}; a config is UTF-8 text")).at(e.line, e.column)
     })
+}
+
+/// The key of a top-level `key = value` line whose value starts at byte
+/// `offset`; `None` inside an inline table or a `[table]`, whose dotted
+/// path a line alone does not give.
+fn top_level_key_of(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    if before.lines().any(|l| l.trim_start().starts_with('[')) {
+        return None;
+    }
+    let line = before.rsplit('\n').next()?;
+    let (key, rest) = line.split_once('=')?;
+    let key = key.trim();
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    (bare && rest.trim().is_empty()).then(|| key.to_owned())
+}
+
+/// The top-level `name` string of a config text, read leniently so that it
+/// is known even when the config itself does not deserialise (a typo'd
+/// field, a value of the wrong type); `None` when the text has none or does
+/// not parse at all.
+fn name_written_in(text: &str, format: ConfigFormat) -> Option<Box<str>> {
+    match format {
+        ConfigFormat::Toml => toml::from_str::<toml::Table>(text)
+            .ok()?
+            .get("name")?
+            .as_str()
+            .map(Box::from),
+        ConfigFormat::Json => serde_json::from_str::<serde_json::Value>(text)
+            .ok()?
+            .get("name")?
+            .as_str()
+            .map(Box::from),
+        ConfigFormat::Yaml => serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
+            .ok()?
+            .get("name")?
+            .as_str()
+            .map(Box::from),
+    }
 }
 
 impl CircuitBreakerConfig {
@@ -148,16 +194,38 @@ impl CircuitBreakerConfig {
     /// let json = r#"{ "name": "payments", "minimum_calls": -1 }"#;
     /// let err = CircuitBreakerConfig::from_str_with_format(json, ConfigFormat::Json).unwrap_err();
     /// assert_eq!(err.line, Some(1));
+    /// assert_eq!(err.breaker.as_deref(), Some("payments"));
+    ///
+    /// let toml = "name = \"payments\"\nfailure_rate_threshold = 1.5\n";
+    /// let err = CircuitBreakerConfig::from_str_with_format(toml, ConfigFormat::Toml).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "breaker \"payments\": `failure_rate_threshold` must be a fraction in (0, 1], got 1.5"
+    /// );
     /// ```
     pub fn from_str_with_format(
         text: &str,
         format: ConfigFormat,
     ) -> Result<CircuitBreakerConfig, ConfigFileError> {
+        Self::parse_and_validate(text, format).map_err(|e| ConfigFileError {
+            breaker: name_written_in(text, format),
+            ..e
+        })
+    }
+
+    fn parse_and_validate(
+        text: &str,
+        format: ConfigFormat,
+    ) -> Result<CircuitBreakerConfig, ConfigFileError> {
         let config: CircuitBreakerConfig = match format {
             ConfigFormat::Toml => toml::from_str(text).map_err(|e| {
-                let err = ConfigFileError::new(e.message().to_owned());
+                let mut err = ConfigFileError::new(e.message().to_owned());
                 match e.span() {
                     Some(span) => {
+                        // "invalid type: …" says what but not which key.
+                        if e.message().starts_with("invalid") {
+                            err.field = top_level_key_of(text, span.start);
+                        }
                         let (line, column) = line_and_column(text, span.start);
                         err.at(line, column)
                     }
@@ -226,5 +294,56 @@ mod tests {
         let err = utf8(b"name = \"a\"\nminimum_calls = \xff\n").unwrap_err();
         assert_eq!((err.line, err.column), (Some(2), Some(17)));
         assert!(err.message.contains("byte offset 27"), "{}", err.message);
+    }
+
+    #[test]
+    fn every_error_names_the_breaker_the_file_names() {
+        let cases = [
+            (
+                ConfigFormat::Toml,
+                "name = \"payments\"\nminimum_calls = \"x\"\n",
+            ),
+            (
+                ConfigFormat::Toml,
+                "name = \"payments\"\nfailure_rate_thresh = 0.5\n",
+            ),
+            (
+                ConfigFormat::Toml,
+                "name = \"payments\"\nwindow = { kind = \"count\", size = 0 }\n",
+            ),
+            (
+                ConfigFormat::Json,
+                r#"{"name": "payments", "failure_rate_threshold": 1.5}"#,
+            ),
+            (
+                ConfigFormat::Json,
+                r#"{"name": "payments", "minimum_calls": -1}"#,
+            ),
+            (ConfigFormat::Yaml, "name: payments\nopen_duration: -5s\n"),
+            (
+                ConfigFormat::Yaml,
+                "name: payments\nfailure_rate_threshold: 2\n",
+            ),
+        ];
+        for (format, text) in cases {
+            let err = CircuitBreakerConfig::from_str_with_format(text, format).unwrap_err();
+            assert_eq!(err.breaker.as_deref(), Some("payments"), "{text}");
+            assert!(err.to_string().starts_with("breaker \"payments\": ") || err.line.is_some());
+            assert!(err.to_string().contains("breaker \"payments\": "), "{err}");
+        }
+        let err =
+            CircuitBreakerConfig::from_str_with_format(cases[0].1, ConfigFormat::Toml).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: breaker \"payments\": `minimum_calls` invalid type: string \"x\", expected u32"
+        );
+        // No name in the file: nothing invented (the default name would
+        // mislead).
+        let err = CircuitBreakerConfig::from_str_with_format(
+            "failure_rate_threshold = 1.5\n",
+            ConfigFormat::Toml,
+        )
+        .unwrap_err();
+        assert_eq!(err.breaker, None);
     }
 }
