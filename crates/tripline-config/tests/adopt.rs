@@ -123,7 +123,7 @@ fn observing_without_a_shadow_is_a_no_op_and_says_so() {
         .audit()
         .into_iter()
         .find_map(|r| match r.action {
-            AuditAction::ShadowReport { would_trip } => Some(would_trip),
+            AuditAction::ShadowReport { would_trip, .. } => Some(would_trip),
             _ => None,
         })
         .unwrap();
