@@ -189,6 +189,18 @@ async fn the_dashboard_shows_a_trip_live_and_its_reset_button_closes_the_breaker
         .await
         .unwrap();
     assert!(rates.contains("/ 50%"), "rates against thresholds: {rates}");
+    let config_hidden = page
+        .execute(
+            "return document.getElementById('config-section').hidden;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        config_hidden,
+        json!(true),
+        "no [config_source]: no config log on the page"
+    );
 
     // Reset needs the token: the page asks for it and retries.
     card.find(Locator::Css("button.reset"))
