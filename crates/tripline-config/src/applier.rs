@@ -21,6 +21,7 @@
 
 mod adopt;
 mod builder;
+mod inspect;
 mod install;
 mod managed;
 mod operator;
@@ -39,6 +40,7 @@ use crate::document::{Document, DocumentError};
 use crate::metrics::ConfigMetrics;
 use crate::rollout::TrafficSample;
 pub use builder::ApplierBuilder;
+pub use inspect::{ManagedStatus, PushedAt};
 use managed::{Managed, Twin};
 pub use rollout_run::RolloutPhase;
 use rollout_run::RolloutRun;
@@ -148,6 +150,9 @@ struct Core {
     /// whatever the source: what [`Applier::adopt_breaker`] gives a
     /// breaker rebuilt by its owner, so pushed parameters outlive it.
     pushed: BTreeMap<String, tripline::CircuitBreakerConfig>,
+    /// Which version (source, revision) installed each `pushed` config:
+    /// what [`Applier::managed_status`] reports per breaker.
+    pushed_at: BTreeMap<String, PushedAt>,
     /// Records made under the lock, handed to listeners after it is released.
     pending: Vec<AuditRecord>,
 }

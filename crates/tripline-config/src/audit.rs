@@ -47,6 +47,13 @@ pub enum AuditAction {
     ShadowReport {
         /// Trips the metrics-only twins would have made, per breaker.
         would_trip: Vec<(String, u64)>,
+        /// Breakers the document changes that had no twin, so the shadow
+        /// said nothing about them: registry families (keyed and endpoint
+        /// breakers), whose members each judge traffic of their own that
+        /// one twin of the family could not stand in for. Empty when every
+        /// changed breaker was judged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_judged: Vec<String>,
     },
     /// The rollout does not select this instance; its config is unchanged.
     NotSelected {

@@ -42,7 +42,10 @@ mod file;
 mod metrics;
 mod rollout;
 
-pub use applier::{Applier, ApplierBuilder, ApplyError, InstanceStatus, Origin, RolloutPhase};
+pub use applier::{
+    Applier, ApplierBuilder, ApplyError, InstanceStatus, ManagedStatus, Origin, PushedAt,
+    RolloutPhase,
+};
 pub use audit::{AuditAction, AuditLog, AuditRecord};
 pub use diff::{FieldChange, diff_configs};
 pub use document::{Document, DocumentError, DocumentWarning, MAX_DOCUMENT_BYTES};

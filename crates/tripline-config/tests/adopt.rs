@@ -123,9 +123,78 @@ fn observing_without_a_shadow_is_a_no_op_and_says_so() {
         .audit()
         .into_iter()
         .find_map(|r| match r.action {
-            AuditAction::ShadowReport { would_trip } => Some(would_trip),
+            AuditAction::ShadowReport { would_trip, .. } => Some(would_trip),
             _ => None,
         })
         .unwrap();
     assert_eq!(report, vec![("a".to_owned(), 1)]);
+}
+
+/// `managed_status` tells an operator's view what the applier knows of a
+/// name: whether it manages it, as one breaker or a family, which pushed
+/// version (source, revision) configured it, and whether a force-open is
+/// recorded — which later pushes keep.
+#[test]
+fn managed_status_names_the_pushed_version_and_the_override_of_each_name() {
+    let clock = ManualClock::new();
+    let api = owned("api", 50, &clock);
+    let applier = Applier::builder()
+        .clock(clock.clone())
+        .manage(api.clone())
+        .build();
+    assert!(applier.managed_status("nobody").is_none(), "not managed");
+    let before = applier.managed_status("api").unwrap();
+    assert_eq!(before.name, "api");
+    assert!(!before.family);
+    assert_eq!(before.pushed, None, "runs its owner's config");
+    assert!(!before.overridden);
+
+    applier
+        .apply(doc("", "api", 7, 0.3).as_bytes(), origin())
+        .unwrap();
+    applier
+        .apply(
+            doc("", "other", 7, 0.3).as_bytes(),
+            Origin::new("file", None),
+        )
+        .unwrap();
+    let pushed = applier.managed_status("api").unwrap().pushed.unwrap();
+    assert_eq!(pushed.version, 1, "the version that document became");
+    assert_eq!(pushed.source, "etcd");
+    assert_eq!(pushed.revision.as_deref(), Some("3"));
+    let other = applier.managed_status("other").unwrap().pushed.unwrap();
+    assert_eq!((other.version, other.source.as_str()), (2, "file"));
+
+    applier.force_open("api").unwrap();
+    applier
+        .apply(doc("", "api", 8, 0.3).as_bytes(), origin())
+        .unwrap();
+    let status = applier.managed_status("api").unwrap();
+    assert!(status.overridden, "a push keeps the override");
+    assert_eq!(status.pushed.unwrap().version, 3);
+    assert_eq!(api.state(), State::ForcedOpen);
+    applier.clear_override("api").unwrap();
+    assert!(!applier.managed_status("api").unwrap().overridden);
+
+    // A rollback configures the name again, as version 4 from `rollback`.
+    applier.rollback(1).unwrap();
+    let rolled = applier.managed_status("api").unwrap().pushed.unwrap();
+    assert_eq!((rolled.version, rolled.source.as_str()), (4, "rollback"));
+    assert_eq!(rolled.revision.as_deref(), Some("v1"));
+
+    // A family is managed under its family name.
+    let registry = BreakerRegistry::<u32>::builder(RegistryConfig {
+        breaker: CircuitBreakerConfig {
+            name: "tenants".into(),
+            ..CircuitBreakerConfig::default()
+        },
+        ..Default::default()
+    })
+    .clock(clock.clone())
+    .build()
+    .unwrap();
+    applier.adopt_family(registry).unwrap();
+    let family = applier.managed_status("tenants").unwrap();
+    assert!(family.family);
+    assert_eq!(family.pushed, None);
 }

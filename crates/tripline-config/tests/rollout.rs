@@ -76,11 +76,15 @@ fn a_shadow_twin_reports_would_be_trips_before_anything_changes() {
     let report = audit
         .iter()
         .find_map(|r| match &r.action {
-            AuditAction::ShadowReport { would_trip } => Some(would_trip.clone()),
+            AuditAction::ShadowReport {
+                would_trip,
+                not_judged,
+            } => Some((would_trip.clone(), not_judged.clone())),
             _ => None,
         })
         .unwrap();
-    assert_eq!(report, [("a".to_owned(), 1)]);
+    assert_eq!(report.0, [("a".to_owned(), 1)]);
+    assert!(report.1.is_empty(), "every changed breaker was judged");
     assert_eq!(live.config().minimum_calls, 4, "applied on a 100 % canary");
     assert!(applier.status().canary);
 }

@@ -210,7 +210,14 @@ where
     match path.as_str() {
         "/" => dashboard::page(&method),
         "/metrics" => from_metrics(inner.metrics.handler().respond(&req)),
-        "/api/breakers" => get_only(|t, a| breakers::list(t, &a.hub)),
+        "/api/breakers" if method == Method::GET => {
+            let applier = inner.config_source.as_ref().map(|c| c.applier());
+            json(
+                StatusCode::OK,
+                &breakers::list(&inner.table.load(), &admin.hub, applier),
+            )
+        }
+        "/api/breakers" => not_allowed("GET"),
         "/api/outliers" => get_only(|t, a| outliers::list(t, &a.hub)),
         "/api/audit" => get_only(|_, a| a.audit.to_json()),
         "/api/config" => match method {

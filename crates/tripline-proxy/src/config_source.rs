@@ -43,8 +43,12 @@
 //! of each changed route breaker; the proxy hands every outcome its route
 //! breaker records to the twin as well. Outside a shadow period that costs
 //! one relaxed atomic load per request ([`Applier::is_shadowing`]): no
-//! lock, no clone, no allocation. Families have no twins (each key sees
-//! traffic of its own, which one twin could not judge).
+//! lock, no clone, no allocation. Families (keyed route breakers, endpoint
+//! breakers) have no twins: each member judges traffic of its own, which
+//! one twin fed the family's mixed outcomes could not stand in for. The
+//! shadow report names the changed families it did not judge
+//! (`not_judged`, and "not judged …" in the audit summary), so an
+//! operator never reads silence about them as "no would-be trips".
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};

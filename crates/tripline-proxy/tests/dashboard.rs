@@ -2,7 +2,10 @@
 //! chromedriver with `fantoccini`): a route breaker tripped by traffic
 //! through the proxy shows as open on the page within 2 s; the page's
 //! reset button — answering the token prompt the 401 brings up — closes
-//! it, as the API and the page both say.
+//! it, as the API and the page both say. With a `[config_source]`, a
+//! document written to the watched file shows on the page as the new
+//! config version within 2 s, with each breaker's managed marker; a
+//! refused one shows its error, and an operator override its marker.
 //!
 //! Needs the Debian packages `chromium` and `chromium-driver`; without
 //! them the test fails naming them (it never skips).
@@ -186,6 +189,18 @@ async fn the_dashboard_shows_a_trip_live_and_its_reset_button_closes_the_breaker
         .await
         .unwrap();
     assert!(rates.contains("/ 50%"), "rates against thresholds: {rates}");
+    let config_hidden = page
+        .execute(
+            "return document.getElementById('config-section').hidden;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        config_hidden,
+        json!(true),
+        "no [config_source]: no config log on the page"
+    );
 
     // Reset needs the token: the page asks for it and retries.
     card.find(Locator::Css("button.reset"))
@@ -207,6 +222,126 @@ async fn the_dashboard_shows_a_trip_live_and_its_reset_button_closes_the_breaker
     page.accept_alert().await.unwrap();
     until_page_shows(&page, "api", "closed", BOUND).await;
     assert_eq!(api_state(admin, "api").await, "closed");
+
+    page.close().await.unwrap();
+    assert!(running.shutdown().await.complete);
+}
+
+/// The text of the element `css` on the page, or "" if there is none.
+async fn page_text(page: &Client, css: &str) -> String {
+    match page.find(Locator::Css(css)).await {
+        Ok(e) => e.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Waits up to `bound` for `css`'s text to contain `wanted`; returns how
+/// long it took.
+async fn until_text(page: &Client, css: &str, wanted: &str, bound: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let text = page_text(page, css).await;
+        if text.contains(wanted) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < bound,
+            "the page's {css} shows {wanted:?} within {bound:?}; it shows {text:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Writes `text` to `path` through a rename, as editors do.
+fn write_document(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live() {
+    let driver = Driver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let text = format!(
+        "{}\n[admin]\naddress = \"127.0.0.1:0\"\n\n[config_source]\nkind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"dash-1\"\n",
+        config(&[upstream.addr], ROUTE, ""),
+        path.display()
+    );
+    let (_proxy, running, _addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+
+    let page = driver.browser().await;
+    page.goto(&format!("http://{admin}/")).await.unwrap();
+    until_page_shows(&page, "api", "closed", BOUND).await;
+    page.wait()
+        .at_most(BOUND)
+        .for_element(Locator::Css("#live.up"))
+        .await
+        .unwrap();
+    // Before any push: managed, on the proxy file's config.
+    until_text(&page, "[data-breaker=\"api\"] .marks", "file config", BOUND).await;
+
+    write_document(
+        &path,
+        "[[breaker]]\nname = \"api\"\nminimum_calls = 6\nfailure_rate_threshold = 0.4\n",
+    );
+    let took = until_text(&page, "#config", "config v1 (file)", Duration::from_secs(2)).await;
+    eprintln!("the page showed config v1 after {took:?}");
+    let line = page_text(&page, "#config-log li[data-version=\"1\"]").await;
+    assert!(
+        line.contains("applied") && line.contains("api.minimum_calls 4 → 6"),
+        "the config log line names version, source and change: {line}"
+    );
+    until_text(
+        &page,
+        "[data-breaker=\"api\"] .marks",
+        "pushed v1 (file rev ",
+        Duration::from_secs(2),
+    )
+    .await;
+    until_text(
+        &page,
+        "[data-breaker=\"api\"] .rates",
+        "/ 40%",
+        Duration::from_secs(2),
+    )
+    .await;
+
+    // A refused document: the page shows why, and the version stays.
+    write_document(
+        &path,
+        "[[breaker]]\nname = \"api\"\nfailure_rate_threshold = 7.0\n",
+    );
+    let took = until_text(
+        &page,
+        "#config-log li.refused",
+        "failure_rate_threshold",
+        Duration::from_secs(2),
+    )
+    .await;
+    eprintln!("the page showed the refusal after {took:?}");
+    let refused = page_text(&page, "#config-log li.refused").await;
+    assert!(refused.contains("last good config kept"), "{refused}");
+    let head = page_text(&page, "#config").await;
+    assert!(
+        head.contains("config v1") && head.contains("last push refused"),
+        "header: {head}"
+    );
+
+    // An operator override shows on the breaker's card.
+    let forced = send(admin, "POST", "/api/breakers/api/force-open", &[]).await;
+    assert_eq!(forced.status, 200, "{}", forced.body);
+    until_page_shows(&page, "api", "forced_open", Duration::from_secs(2)).await;
+    until_text(
+        &page,
+        "[data-breaker=\"api\"] .marks .override",
+        "override: forced open",
+        Duration::from_secs(2),
+    )
+    .await;
 
     page.close().await.unwrap();
     assert!(running.shutdown().await.complete);

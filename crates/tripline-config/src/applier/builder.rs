@@ -97,6 +97,7 @@ impl ApplierBuilder {
                     last_error: None,
                     fleet: None,
                     pushed: BTreeMap::new(),
+                    pushed_at: BTreeMap::new(),
                     pending: Vec::new(),
                 }),
                 twins: RwLock::new(BTreeMap::new()),

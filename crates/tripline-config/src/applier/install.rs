@@ -8,7 +8,7 @@
 
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Clock};
 
-use super::{Applier, ApplyError, Core, Managed, Origin};
+use super::{Applier, ApplyError, Core, Managed, Origin, PushedAt};
 use crate::audit::{AuditAction, AuditRecord};
 use crate::diff::{FieldChange, diff_configs};
 use crate::document::{Document, DocumentError, DocumentWarning};
@@ -107,10 +107,16 @@ impl Applier {
             core.breakers
                 .insert(breaker.name().to_owned(), Managed::new(breaker));
         }
+        core.version += 1;
         for config in &doc.breakers {
             core.pushed.insert(config.name.clone(), config.clone());
+            let at = PushedAt {
+                version: core.version,
+                source: origin.source.clone(),
+                revision: origin.revision.clone(),
+            };
+            core.pushed_at.insert(config.name.clone(), at);
         }
-        core.version += 1;
         core.revision.clone_from(&origin.revision);
         core.last_error = None;
         self.shared.metrics.applied(&origin.source, core.version);

@@ -48,6 +48,8 @@ pub(super) struct RolloutRun {
     origin: Origin,
     plan: Rollout,
     step: Step,
+    /// The changed families the shadow runs no twin for, for its report.
+    not_judged: Vec<String>,
 }
 
 enum Step {
@@ -117,16 +119,24 @@ impl Applier {
     ) -> Result<AuditRecord, ApplyError> {
         let changes = changes_of(core, &doc);
         let mut twins = std::collections::BTreeMap::new();
+        let mut not_judged = Vec::new();
         for config in &doc.breakers {
+            if !changes.iter().any(|c| c.breaker == config.name) {
+                continue;
+            }
             let single = core
                 .breakers
                 .get(&config.name)
                 .is_none_or(|m| m.breaker().is_some());
-            if single && changes.iter().any(|c| c.breaker == config.name) {
-                // Validated with the document: building cannot fail.
-                if let Ok(twin) = Twin::new(config.clone(), self.shared.clock.clone()) {
+            // Validated with the document: building a twin cannot fail.
+            match single.then(|| Twin::new(config.clone(), self.shared.clock.clone())) {
+                Some(Ok(twin)) => {
                     twins.insert(config.name.clone(), twin);
                 }
+                // A family: each member judges its own key's traffic, which
+                // one twin fed the family's mixed outcomes could not
+                // reproduce; the report names it rather than stay silent.
+                _ => not_judged.push(config.name.clone()),
             }
         }
         let any = !twins.is_empty();
@@ -151,6 +161,7 @@ impl Applier {
             origin,
             plan,
             step: Step::Shadow { until },
+            not_judged,
         });
         self.advance(core);
         Ok(record)
@@ -203,7 +214,10 @@ impl Applier {
             self.shared.shadowing.store(false, Ordering::Relaxed);
             report
         };
-        let action = AuditAction::ShadowReport { would_trip };
+        let action = AuditAction::ShadowReport {
+            would_trip,
+            not_judged: run.not_judged.clone(),
+        };
         self.record(core, action, &run.origin, None, Vec::new(), Vec::new());
         if !run.plan.selects(&self.shared.instance) {
             let bucket = canary_bucket(&self.shared.instance);

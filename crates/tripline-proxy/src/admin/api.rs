@@ -22,7 +22,7 @@ pub(crate) fn breaker_call(
     match *method {
         Method::GET => {
             let name = percent_decode(rest);
-            match breakers::one(table, &admin.hub, &name) {
+            match breakers::one(table, &admin.hub, applier, &name) {
                 Some(value) => json(StatusCode::OK, &value),
                 None => unknown_breaker(&name),
             }
@@ -55,7 +55,7 @@ pub(crate) fn breaker_call(
                 target: Some(&name),
                 summary: format!("{name}: {} → {}", before.as_str(), breaker.state().as_str()),
             });
-            match breakers::one(table, &admin.hub, &name) {
+            match breakers::one(table, &admin.hub, applier, &name) {
                 Some(value) => json(StatusCode::OK, &value),
                 None => unknown_breaker(&name),
             }

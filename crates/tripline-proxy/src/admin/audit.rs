@@ -110,12 +110,26 @@ fn config_summary(record: &AuditRecord) -> String {
     };
     let body = match &record.action {
         AuditAction::Rejected { error } => format!("refused, last good config kept: {error}"),
-        AuditAction::ShadowReport { would_trip } => {
+        AuditAction::ShadowReport {
+            would_trip,
+            not_judged,
+        } => {
             let trips: Vec<String> = would_trip.iter().map(|(b, n)| format!("{b} {n}")).collect();
-            format!(
+            let mut text = format!(
                 "shadow ended; trips the new rules would have made: {}",
-                trips.join(", ")
-            )
+                if trips.is_empty() {
+                    "(no breaker judged)".to_owned()
+                } else {
+                    trips.join(", ")
+                }
+            );
+            if !not_judged.is_empty() {
+                text.push_str(&format!(
+                    "; not judged (families run no shadow twin): {}",
+                    not_judged.join(", ")
+                ));
+            }
+            text
         }
         AuditAction::AutoRolledBack { to, reason } => format!("rolled back to v{to}: {reason}"),
         AuditAction::NotSelected { bucket } => format!("not a canary (bucket {bucket:.1})"),

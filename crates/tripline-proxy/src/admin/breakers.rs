@@ -10,13 +10,20 @@
 //!   `<cluster>:<endpoint>`, e.g. `backend:10.0.0.2:8080` (as its events
 //!   and metrics name it).
 //!
+//! With a `[config_source]`, each description says whether its applier
+//! manages the breaker (`managed`: under which name — a keyed or endpoint
+//! breaker under its family's — and which pushed document version last
+//! configured it), and every description says which operator override is
+//! in force (`override`), if any.
+//!
 //! The actions are the library's operator overrides: `force-open`,
 //! `disable`, `metrics-only`, and `reset` (clears any override and closes
 //! with an empty window). An override lasts until reset; a reload keeps a
 //! route breaker whose name did not change, and its override with it.
 
 use serde_json::{Value, json};
-use tripline::CircuitBreaker;
+use tripline::{CircuitBreaker, State};
+use tripline_config::Applier;
 
 use super::hub::{Hub, rfc3339};
 use crate::table::Table;
@@ -24,8 +31,28 @@ use crate::table::Table;
 /// What kind of breaker a name denotes, and what owns it.
 pub(crate) enum Owner<'a> {
     Route(&'a str),
-    Keyed(&'a str),
-    Endpoint { cluster: &'a str, endpoint: String },
+    /// A breaker of the route's keyed family, named `family`.
+    Keyed {
+        route: &'a str,
+        family: &'a str,
+    },
+    /// An endpoint's breaker, of the cluster's family named `family`.
+    Endpoint {
+        cluster: &'a str,
+        endpoint: String,
+        family: &'a str,
+    },
+}
+
+impl Owner<'_> {
+    /// The name a `[config_source]` applier manages the breaker `name`
+    /// under: its own for a route breaker, its family's otherwise.
+    fn managed_as<'n>(&'n self, name: &'n str) -> &'n str {
+        match self {
+            Owner::Route(_) => name,
+            Owner::Keyed { family, .. } | Owner::Endpoint { family, .. } => family,
+        }
+    }
 }
 
 /// Calls `f` with every breaker of `table` and its API name.
@@ -35,11 +62,15 @@ pub(crate) fn for_each(table: &Table, mut f: impl FnMut(&str, Owner<'_>, &Circui
             f(b.name(), Owner::Route(&route.name), b);
         }
         if let Some(keyed) = &route.guard.keyed_breaker {
+            let owner = || Owner::Keyed {
+                route: &route.name,
+                family: keyed.registry.family(),
+            };
             keyed.registry.for_each_breaker(|_, b| {
-                f(b.name(), Owner::Keyed(&route.name), b);
+                f(b.name(), owner(), b);
             });
             if let Some(b) = keyed.registry.overflow_breaker() {
-                f(b.name(), Owner::Keyed(&route.name), &b);
+                f(b.name(), owner(), &b);
             }
         }
     }
@@ -51,6 +82,7 @@ pub(crate) fn for_each(table: &Table, mut f: impl FnMut(&str, Owner<'_>, &Circui
                 Owner::Endpoint {
                     cluster: cluster_name,
                     endpoint: id,
+                    family: cluster.breakers().family(),
                 },
                 endpoint.breaker(),
             );
@@ -69,34 +101,51 @@ pub(crate) fn find(table: &Table, name: &str) -> Option<CircuitBreaker> {
     found
 }
 
-/// Every breaker, described.
-pub(crate) fn list(table: &Table, hub: &Hub) -> Value {
+/// Every breaker, described; `applier` is the `[config_source]`'s, if
+/// the proxy has one.
+pub(crate) fn list(table: &Table, hub: &Hub, applier: Option<&Applier>) -> Value {
     let mut breakers = Vec::new();
     for_each(table, |name, owner, b| {
-        breakers.push(describe(name, &owner, b, hub))
+        breakers.push(describe(name, &owner, b, hub, applier))
     });
     json!({ "breakers": breakers })
 }
 
 /// One breaker, described; `None` if no breaker has that name.
-pub(crate) fn one(table: &Table, hub: &Hub, name: &str) -> Option<Value> {
+pub(crate) fn one(
+    table: &Table,
+    hub: &Hub,
+    applier: Option<&Applier>,
+    name: &str,
+) -> Option<Value> {
     let mut found = None;
     for_each(table, |n, owner, b| {
         if found.is_none() && n == name {
-            found = Some(describe(n, &owner, b, hub));
+            found = Some(describe(n, &owner, b, hub, applier));
         }
     });
     found
 }
 
-/// State, window, rates against thresholds, open-until, recent transitions.
-pub(crate) fn describe(name: &str, owner: &Owner<'_>, b: &CircuitBreaker, hub: &Hub) -> Value {
+/// State, window, rates against thresholds, open-until, recent
+/// transitions, and who decides its config and state (`managed`,
+/// `override`).
+pub(crate) fn describe(
+    name: &str,
+    owner: &Owner<'_>,
+    b: &CircuitBreaker,
+    hub: &Hub,
+    applier: Option<&Applier>,
+) -> Value {
     let m = b.metrics();
     let config = b.config();
+    let managed = managed(applier, owner.managed_as(name));
     let (kind, owner) = match owner {
         Owner::Route(route) => ("route", json!({ "route": route })),
-        Owner::Keyed(route) => ("keyed", json!({ "route": route })),
-        Owner::Endpoint { cluster, endpoint } => (
+        Owner::Keyed { route, .. } => ("keyed", json!({ "route": route })),
+        Owner::Endpoint {
+            cluster, endpoint, ..
+        } => (
             "endpoint",
             json!({ "cluster": cluster, "endpoint": endpoint }),
         ),
@@ -130,8 +179,33 @@ pub(crate) fn describe(name: &str, owner: &Owner<'_>, b: &CircuitBreaker, hub: &
         },
         "transitions_total": m.transitions,
         "config_version": m.config_version,
+        "managed": managed,
+        "override": operator_override(m.state),
         "transitions": hub.transitions(name),
     })
+}
+
+/// `{as, family, pushed: {version, source, revision} | null,
+/// override_recorded}` if `applier` manages `managed_as`, else `null`.
+fn managed(applier: Option<&Applier>, managed_as: &str) -> Value {
+    let Some(status) = applier.and_then(|a| a.managed_status(managed_as)) else {
+        return Value::Null;
+    };
+    json!({
+        "as": status.name,
+        "family": status.family,
+        "pushed": status.pushed,
+        "override_recorded": status.overridden,
+    })
+}
+
+/// The operator override a state stands for: only an operator's call puts
+/// a proxy breaker in one of these states, and only `reset` takes it out.
+fn operator_override(state: State) -> Option<&'static str> {
+    match state {
+        State::ForcedOpen | State::Disabled | State::MetricsOnly => Some(state.as_str()),
+        State::Closed | State::Open | State::HalfOpen => None,
+    }
 }
 
 /// The operator actions, by their path segment.

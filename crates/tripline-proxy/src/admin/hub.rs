@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use prometheus_client::metrics::counter::Counter;
 use serde_json::{Value, json};
@@ -174,7 +174,7 @@ impl Hub {
     }
 
     fn cluster_event(&self, cluster: &str, event: &ClusterEvent) {
-        let now = tripline::clock::system_time_after(std::time::Duration::ZERO);
+        let now = tripline::clock::system_time_after(Duration::ZERO);
         let (endpoint, kind, message, until) = match &event.kind {
             ClusterEventKind::Ejected {
                 endpoint,
@@ -200,7 +200,10 @@ impl Hub {
                 "returned",
                 format!(
                     "{cluster}/{endpoint}: back in the pool after {}",
-                    humantime::format_duration(*ejected_for)
+                    // Whole milliseconds: "30s 413ms", not "30s 413ms 209us 465ns".
+                    humantime::format_duration(Duration::from_millis(
+                        u64::try_from(ejected_for.as_millis()).unwrap_or(u64::MAX)
+                    ))
                 ),
                 None,
             ),

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tripline_proxy::config::ProxyConfig;
 
 use crate::support::{self, Upstream, respond, start_proxy};
-use crate::{breaker, proxy_config, until};
+use crate::{audit, breaker, proxy_config, until};
 
 fn file_source(path: &std::path::Path) -> String {
     format!(
@@ -143,4 +143,86 @@ async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
     // A key seen for the first time gets the pushed template too.
     support::send(addr, "GET", "/", &[("x-tenant", "globex")]).await;
     assert_eq!(breaker(admin, "api:globex").await["minimum_calls"], 33);
+}
+
+/// `POST /api/breakers/{name}/{action}` without a body, as JSON.
+async fn act(admin: SocketAddr, name: &str, action: &str) -> Value {
+    let path = format!("/api/breakers/{name}/{action}");
+    let answer = support::send(admin, "POST", &path, &[]).await;
+    assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+    serde_json::from_str(&answer.body).unwrap()
+}
+
+/// The version `GET /api/breakers/{name}` says the last pushed document
+/// configuring `name` became, once one has.
+async fn pushed_version(admin: SocketAddr, name: &str) -> Option<u64> {
+    breaker(admin, name).await["managed"]["pushed"]["version"].as_u64()
+}
+
+/// `GET /api/breakers` tells an operator who decides each breaker: which
+/// ones the applier manages and under which name (an endpoint breaker as
+/// its cluster's family), which pushed version configured them, and
+/// whether an operator override is in force, which pushes never lift.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breakers_say_who_manages_them_which_push_configured_them_and_the_override_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let text = proxy_config(upstream.addr, &file_source(&path));
+    let (_proxy, running, _addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+
+    // Managed from the start, on the proxy file's config until a push.
+    let api = breaker(admin, "api").await;
+    assert_eq!(api["managed"]["as"], "api", "{api}");
+    assert_eq!(api["managed"]["family"], false);
+    assert_eq!(api["managed"]["pushed"], Value::Null);
+    assert_eq!(api["override"], Value::Null);
+    let endpoint = endpoint_breaker(admin).await;
+    assert_eq!(endpoint["managed"]["as"], "backend", "{endpoint}");
+    assert_eq!(endpoint["managed"]["family"], true);
+    assert_eq!(endpoint["managed"]["pushed"], Value::Null);
+
+    write(&path, DOCUMENT);
+    let first = until(Duration::from_secs(2), "the first push", || {
+        pushed_version(admin, "api")
+    })
+    .await;
+    let applied = audit(admin).await;
+    let last = applied.last().expect("an audit record of the push");
+    assert_eq!(last["action"], "breakers_applied", "{last}");
+    assert_eq!(last["version"], first, "the version the audit log names");
+    let api = breaker(admin, "api").await;
+    assert_eq!(api["managed"]["pushed"]["source"], "file");
+    // The file source's revision is the document's content hash.
+    assert!(last["revision"].is_string(), "{last}");
+    assert_eq!(api["managed"]["pushed"]["revision"], last["revision"]);
+    let endpoint = endpoint_breaker(admin).await;
+    assert_eq!(endpoint["managed"]["pushed"]["version"], first);
+
+    // A force-open through the API is recorded by the applier ...
+    let forced = act(admin, "api", "force-open").await;
+    assert_eq!(forced["override"], "forced_open");
+    assert_eq!(forced["managed"]["override_recorded"], true);
+    // ... and outlives a push that changes the breaker's thresholds.
+    write(
+        &path,
+        &DOCUMENT.replace("minimum_calls = 7", "minimum_calls = 8"),
+    );
+    let second = until(Duration::from_secs(2), "the second push", || async {
+        pushed_version(admin, "api").await.filter(|v| *v > first)
+    })
+    .await;
+    let api = breaker(admin, "api").await;
+    assert_eq!(api["minimum_calls"], 8, "the push applied");
+    assert_eq!(api["managed"]["pushed"]["version"], second);
+    assert_eq!(api["state"], "forced_open", "pushes never lift an override");
+    assert_eq!(api["override"], "forced_open");
+    assert_eq!(api["managed"]["override_recorded"], true);
+
+    let reset = act(admin, "api", "reset").await;
+    assert_eq!(reset["state"], "closed");
+    assert_eq!(reset["override"], Value::Null);
+    assert_eq!(reset["managed"]["override_recorded"], false);
+    assert!(running.shutdown().await.complete);
 }

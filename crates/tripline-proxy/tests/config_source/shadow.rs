@@ -1,5 +1,7 @@
 //! A rollout's shadow period judged by real proxy traffic: the twin of
-//! the route breaker sees every outcome the live breaker records.
+//! the route breaker sees every outcome the live breaker records; a
+//! changed family (the cluster's endpoint breakers) has no twin, and the
+//! report says so.
 
 use std::time::Duration;
 
@@ -22,8 +24,9 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     let (_proxy, running, addr, clock) = start_proxy(&text).await;
     let admin = running.admin_addr().unwrap();
 
-    // Stricter rules, shadowed for 60 s, then applied nowhere (0 %).
-    let document = "rollout = { percent = 0, shadow = \"60s\", bake = \"1m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 5\nfailure_rate_threshold = 0.5\n";
+    // Stricter rules, shadowed for 60 s, then applied nowhere (0 %); the
+    // endpoint family `backend` changes too.
+    let document = "rollout = { percent = 0, shadow = \"60s\", bake = \"1m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 5\nfailure_rate_threshold = 0.5\n\n[[breaker]]\nname = \"backend\"\nminimum_calls = 500\n";
     std::fs::write(&path, document).unwrap();
     until(Duration::from_secs(2), "the shadow start", || async {
         audit(admin)
@@ -51,6 +54,17 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     let would_trip = &report["detail"]["would_trip"];
     assert_eq!(would_trip[0][0], "api", "{report}");
     assert!(would_trip[0][1].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(would_trip.as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(
+        report["detail"]["not_judged"],
+        serde_json::json!(["backend"]),
+        "{report}"
+    );
+    let summary = report["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("not judged (families run no shadow twin): backend"),
+        "{summary}"
+    );
     // 0 %: this instance is no canary, its live breaker keeps its rules.
     until(
         Duration::from_secs(1),

@@ -103,8 +103,12 @@ async fn operator_overrides_change_the_breaker_and_are_audited() {
     let (proxy, running, addr, admin, _upstream) = failing_proxy("").await;
     let breaker = proxy.route_breaker("api").unwrap();
 
+    let before = json(&get(admin, "/api/breakers/api").await);
+    assert_eq!(before["override"], Value::Null, "no override yet");
+    assert_eq!(before["managed"], Value::Null, "no [config_source]");
     let forced = json(&admin_json(admin, "POST", "/api/breakers/api/force-open", "").await);
     assert_eq!(forced["state"], "forced_open");
+    assert_eq!(forced["override"], "forced_open");
     assert_eq!(breaker.state(), tripline::State::ForcedOpen);
     let refused = get(addr, "/").await;
     assert_eq!(refused.status, 503);
@@ -112,8 +116,10 @@ async fn operator_overrides_change_the_breaker_and_are_audited() {
 
     let shadow = json(&admin_json(admin, "POST", "/api/breakers/api/metrics-only", "").await);
     assert_eq!(shadow["state"], "metrics_only");
+    assert_eq!(shadow["override"], "metrics_only");
     let disabled = json(&admin_json(admin, "POST", "/api/breakers/api/disable", "").await);
     assert_eq!(disabled["state"], "disabled");
+    assert_eq!(disabled["override"], "disabled");
     for _ in 0..6 {
         assert_eq!(
             get(addr, "/").await.status,
@@ -123,6 +129,7 @@ async fn operator_overrides_change_the_breaker_and_are_audited() {
     }
     let reset = json(&admin_json(admin, "POST", "/api/breakers/api/reset", "").await);
     assert_eq!(reset["state"], "closed");
+    assert_eq!(reset["override"], Value::Null, "reset clears the override");
     assert_eq!(reset["window"]["calls"], 0);
     assert_eq!(breaker.state(), tripline::State::Closed);
 
@@ -278,6 +285,41 @@ async fn with_a_token_mutating_calls_need_it_and_reads_do_not() {
     assert_eq!(records[0]["who"], "admin-api");
     assert_eq!(records[1]["action"], "fault");
     assert_eq!(records[1]["summary"], "POST /api/faults → 201");
+    assert!(running.shutdown().await.complete);
+}
+
+/// The property names of `schema` in `docs/admin-api.yaml`.
+fn documented_properties(schema: &str) -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/admin-api.yaml"
+    ))
+    .expect("docs/admin-api.yaml");
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    doc["components"]["schemas"][schema]["properties"]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("schema {schema} has properties"))
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every field a breaker description carries is in the `Breaker` schema,
+/// and every field the schema names is served.
+#[tokio::test]
+async fn the_breaker_schema_documents_exactly_the_fields_served() {
+    let (_proxy, running, _addr, admin, _upstream) = failing_proxy("").await;
+    let list = json(&get(admin, "/api/breakers").await);
+    let documented = documented_properties("Breaker");
+    for breaker in list["breakers"].as_array().unwrap() {
+        let served: std::collections::BTreeSet<String> =
+            breaker.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            served, documented,
+            "fields of {} vs docs/admin-api.yaml's Breaker",
+            breaker["name"]
+        );
+    }
     assert!(running.shutdown().await.complete);
 }
 

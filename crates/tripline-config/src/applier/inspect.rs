@@ -1,0 +1,52 @@
+//! What the applier knows about one name it manages, for an operator's
+//! view of a breaker (the proxy's `GET /api/breakers`): is it managed, did
+//! a pushed document configure it and which one, is an override in force.
+
+use serde::{Deserialize, Serialize};
+
+use super::Applier;
+
+/// The document version that last installed a name's config.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushedAt {
+    /// The applier's config version that document became (the version a
+    /// rollback names).
+    pub version: u64,
+    /// The source it came from (`file`, `etcd`, `api`, `rollback`).
+    pub source: String,
+    /// The source's revision of the document, if it has one.
+    pub revision: Option<String>,
+}
+
+/// One managed name as the applier sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManagedStatus {
+    /// The name the applier manages it under (a family's name for each of
+    /// its breakers).
+    pub name: String,
+    /// Whether the name is a registry family (every breaker on one
+    /// template) rather than one breaker.
+    pub family: bool,
+    /// The document that last configured this name; `None` while it runs
+    /// its owner's config because no document named it yet.
+    pub pushed: Option<PushedAt>,
+    /// Whether an operator override made through
+    /// [`Applier::force_open`] is in force (pushes leave its state alone
+    /// until [`Applier::clear_override`]).
+    pub overridden: bool,
+}
+
+impl Applier {
+    /// What the applier knows about `name`; `None` if it does not manage
+    /// it (its owner never handed it over, or released it).
+    pub fn managed_status(&self, name: &str) -> Option<ManagedStatus> {
+        let core = self.core();
+        let managed = core.breakers.get(name)?;
+        Some(ManagedStatus {
+            name: name.to_owned(),
+            family: managed.breaker().is_none(),
+            pushed: core.pushed_at.get(name).cloned(),
+            overridden: managed.overridden,
+        })
+    }
+}
