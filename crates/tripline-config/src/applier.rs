@@ -26,6 +26,7 @@ mod install;
 mod managed;
 mod operator;
 mod rollout_run;
+mod shadow;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -41,9 +42,11 @@ use crate::metrics::ConfigMetrics;
 use crate::rollout::TrafficSample;
 pub use builder::ApplierBuilder;
 pub use inspect::{ManagedStatus, PushedAt};
-use managed::{Managed, Twin};
+use managed::Managed;
 pub use rollout_run::RolloutPhase;
 use rollout_run::RolloutRun;
+pub use shadow::MAX_FAMILY_TWINS;
+use shadow::Shadow;
 
 /// Where a document came from, for the audit log and the metrics' label.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +132,7 @@ struct Shared {
     core: Mutex<Core>,
     /// Read on every observed call while a shadow runs; apart from the
     /// core so feeding twins never waits behind an apply.
-    twins: RwLock<BTreeMap<String, Twin>>,
+    twins: RwLock<BTreeMap<String, Shadow>>,
     /// Whether `twins` holds any twin: read (one relaxed load) before
     /// anything else on every observed call, so a process with no shadow
     /// in progress pays no lock on its request path.

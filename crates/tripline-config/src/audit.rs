@@ -47,13 +47,16 @@ pub enum AuditAction {
     ShadowReport {
         /// Trips the metrics-only twins would have made, per breaker.
         would_trip: Vec<(String, u64)>,
-        /// Breakers the document changes that had no twin, so the shadow
-        /// said nothing about them: registry families (keyed and endpoint
-        /// breakers), whose members each judge traffic of their own that
-        /// one twin of the family could not stand in for. Empty when every
-        /// changed breaker was judged.
+        /// Changed registry families (keyed and endpoint breakers) no
+        /// outcome reached during the shadow, so it says nothing about
+        /// them; an operator must not read their silence as "no would-be
+        /// trips". Empty when every changed family saw traffic.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         not_judged: Vec<String>,
+        /// What each changed family's members would have done, judged key
+        /// by key (a twin per member key seen).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        families: Vec<FamilyShadow>,
     },
     /// The rollout does not select this instance; its config is unchanged.
     NotSelected {
@@ -74,6 +77,27 @@ impl AuditAction {
                 | AuditAction::AutoRolledBack { .. }
         )
     }
+}
+
+/// A registry family's shadow verdict: its members judged key by key, each
+/// by a metrics-only twin on the new rules fed only that key's outcomes —
+/// as the live members judge them — so a trip the report names is one a
+/// member would really have made.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyShadow {
+    /// The family's name (a keyed route breaker's or a cluster's).
+    pub family: String,
+    /// Distinct member keys that got a twin (at most
+    /// [`MAX_FAMILY_TWINS`](crate::MAX_FAMILY_TWINS)).
+    pub keys_judged: u64,
+    /// How many of them would have tripped at least once.
+    pub keys_would_trip: u64,
+    /// Trips summed over all members' twins.
+    pub would_trip: u64,
+    /// The members that would have tripped most, with their trips (at most ten).
+    pub top_keys: Vec<(String, u64)>,
+    /// Outcomes of keys seen after the twin table was full: not judged.
+    pub unjudged_outcomes: u64,
 }
 
 /// One entry of the audit log.

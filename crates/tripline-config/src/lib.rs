@@ -42,11 +42,12 @@ mod file;
 mod metrics;
 mod rollout;
 
+pub use applier::MAX_FAMILY_TWINS;
 pub use applier::{
     Applier, ApplierBuilder, ApplyError, InstanceStatus, ManagedStatus, Origin, PushedAt,
     RolloutPhase,
 };
-pub use audit::{AuditAction, AuditLog, AuditRecord};
+pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
 pub use diff::{FieldChange, diff_configs};
 pub use document::{Document, DocumentError, DocumentWarning, MAX_DOCUMENT_BYTES};
 pub use etcd::{EtcdOptions, EtcdSource};

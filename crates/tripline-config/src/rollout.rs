@@ -42,8 +42,9 @@ pub struct Rollout {
     pub percent: f64,
     /// How long a metrics-only twin of each changed breaker judges live
     /// traffic by the new rules before anything is applied ("0s": no shadow).
-    /// Registry families get no twin; the shadow report lists them as not
-    /// judged.
+    /// A registry family gets a twin per member key seen, so each key is
+    /// judged on its own traffic; a changed family no outcome reached is
+    /// listed as not judged.
     #[serde(with = "tripline::clock::duration_serde", default)]
     pub shadow: Duration,
     /// How long canaries are watched after applying; a canary whose trip or

@@ -9,7 +9,7 @@ mod common;
 use common::doc;
 use tripline::registry::{BreakerRegistry, RegistryConfig};
 use tripline::{CircuitBreakerConfig, ManualClock, State, WindowConfig};
-use tripline_config::{Applier, ApplyError, AuditAction, Origin};
+use tripline_config::{Applier, ApplyError, Origin};
 
 fn tenants() -> BreakerRegistry<u32> {
     BreakerRegistry::builder(RegistryConfig {
@@ -79,63 +79,4 @@ fn a_document_reconfigures_a_whole_family_keeping_each_breakers_state() {
         Err(ApplyError::UnknownBreaker(_))
     ));
     assert_eq!(applier.status().sample.trips, 1);
-}
-
-/// A rollout's shadow runs twins for single breakers only; the report
-/// names the changed family it did not judge instead of staying silent
-/// about it.
-#[test]
-fn a_shadow_report_names_the_changed_families_it_did_not_judge() {
-    let clock = ManualClock::new();
-    let registry = tenants();
-    let solo = tripline::CircuitBreaker::builder()
-        .config(CircuitBreakerConfig {
-            name: "solo".into(),
-            ..Default::default()
-        })
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let applier = Applier::builder()
-        .clock(clock.clone())
-        .manage(solo)
-        .manage_family(registry)
-        .build();
-    let text = format!(
-        "rollout = {{ percent = 100, shadow = \"60s\", bake = \"1m\" }}\n{}\n{}",
-        common::breaker("tenants", 6, 0.5),
-        common::breaker("solo", 4, 0.5),
-    );
-    applier
-        .apply(text.as_bytes(), Origin::new("api", None))
-        .unwrap();
-    assert!(applier.is_shadowing(), "the single breaker has a twin");
-    for _ in 0..4 {
-        applier.observe(
-            "solo",
-            tripline::Outcome::Failure,
-            std::time::Duration::ZERO,
-        );
-        // A family's name has no twin to feed: a no-op, not an error.
-        applier.observe(
-            "tenants",
-            tripline::Outcome::Failure,
-            std::time::Duration::ZERO,
-        );
-    }
-    clock.advance(std::time::Duration::from_secs(61));
-    applier.tick();
-    let (would_trip, not_judged) = applier
-        .audit()
-        .into_iter()
-        .find_map(|r| match r.action {
-            AuditAction::ShadowReport {
-                would_trip,
-                not_judged,
-            } => Some((would_trip, not_judged)),
-            _ => None,
-        })
-        .expect("a shadow report");
-    assert_eq!(would_trip, [("solo".to_owned(), 1)]);
-    assert_eq!(not_judged, ["tenants"]);
 }

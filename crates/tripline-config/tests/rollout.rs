@@ -79,6 +79,7 @@ fn a_shadow_twin_reports_would_be_trips_before_anything_changes() {
             AuditAction::ShadowReport {
                 would_trip,
                 not_judged,
+                ..
             } => Some((would_trip.clone(), not_judged.clone())),
             _ => None,
         })

@@ -40,23 +40,26 @@
 //! # Shadow rollouts
 //!
 //! During a rollout's shadow period the applier runs a metrics-only twin
-//! of each changed route breaker; the proxy hands every outcome its route
-//! breaker records to the twin as well. Outside a shadow period that costs
-//! one relaxed atomic load per request ([`Applier::is_shadowing`]): no
-//! lock, no clone, no allocation. Families (keyed route breakers, endpoint
-//! breakers) have no twins: each member judges traffic of its own, which
-//! one twin fed the family's mixed outcomes could not stand in for. The
-//! shadow report names the changed families it did not judge
-//! (`not_judged`, and "not judged …" in the audit summary), so an
-//! operator never reads silence about them as "no would-be trips".
+//! of each changed route breaker, and for a changed family (keyed route
+//! breakers, a cluster's endpoint breakers) a twin per member key seen —
+//! the request's key, the endpoint — so each member is judged on its own
+//! traffic as the live one is. The proxy hands every outcome its breakers
+//! record to the matching twin as well. Outside a shadow period that
+//! costs one relaxed atomic load per request ([`Applier::is_shadowing`]):
+//! no lock, no clone, no allocation. The shadow report says per family
+//! how many keys would have tripped and which most, and names the changed
+//! families no outcome reached (`not_judged`), so an operator never reads
+//! silence about them as "no would-be trips".
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use http::request::Parts;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinSet;
 use tripline::clock::SharedClock;
+use tripline::cluster::EndpointId;
 use tripline::{CircuitBreakerConfig, Outcome};
 use tripline_config::{Applier, ConfigMetrics, EtcdOptions, EtcdSource, FileSource};
 
@@ -151,35 +154,82 @@ impl ConfigSource {
     }
 
     /// What a request on `route` hands its route breaker's outcome to,
-    /// while a shadow runs; `None` (one atomic load) otherwise.
-    pub(crate) fn shadow_feed(&self, route: &Route) -> Option<ShadowFeed> {
+    /// while a shadow runs; `None` (one atomic load) otherwise. A keyed
+    /// route's outcome goes to the twin of the request's key.
+    pub(crate) fn shadow_feed(&self, route: &Route, parts: &Parts) -> Option<ShadowFeed> {
         if !self.applier.is_shadowing() {
             return None;
+        }
+        if let Some(keyed) = &route.guard.keyed_breaker {
+            return Some(ShadowFeed {
+                applier: self.applier.clone(),
+                breaker: keyed.registry.family().into(),
+                member: Some(keyed.member_key(parts)),
+            });
         }
         let breaker = route.breaker.as_ref()?;
         Some(ShadowFeed {
             applier: self.applier.clone(),
             breaker: breaker.name().into(),
+            member: None,
+        })
+    }
+
+    /// What a try on `endpoint` of `route`'s cluster hands its endpoint
+    /// breaker's outcome to, while a shadow runs: the twin of that
+    /// endpoint within the cluster's family.
+    pub(crate) fn endpoint_shadow_feed(
+        &self,
+        route: &Route,
+        endpoint: &EndpointId,
+    ) -> Option<ShadowFeed> {
+        if !self.applier.is_shadowing() {
+            return None;
+        }
+        Some(ShadowFeed {
+            applier: self.applier.clone(),
+            breaker: route.cluster.breakers().family().into(),
+            member: Some(endpoint.to_string()),
         })
     }
 }
 
-/// A route breaker's outcomes, on their way to its shadow twin.
+/// A breaker's outcomes, on their way to its shadow twin.
 pub(crate) struct ShadowFeed {
     applier: Applier,
+    /// The breaker's name, or for a family member the family's.
     breaker: Arc<str>,
+    /// The member's key within the family `breaker`, if it is one.
+    member: Option<String>,
 }
 
 impl ShadowFeed {
     /// Judges `outcome` by the rollout's rules too.
     pub(crate) fn observe(&self, outcome: Outcome, elapsed: Duration) {
-        self.applier.observe(&self.breaker, outcome, elapsed);
+        match &self.member {
+            Some(key) => self
+                .applier
+                .observe_member(&self.breaker, key, outcome, elapsed),
+            None => self.applier.observe(&self.breaker, outcome, elapsed),
+        }
     }
 }
 
 /// The shadow feed for a request on `route` of `proxy`, if a shadow runs.
-pub(crate) fn shadow_feed(proxy: &Inner, route: &Route) -> Option<ShadowFeed> {
-    proxy.config_source.as_ref()?.shadow_feed(route)
+pub(crate) fn shadow_feed(proxy: &Inner, route: &Route, parts: &Parts) -> Option<ShadowFeed> {
+    proxy.config_source.as_ref()?.shadow_feed(route, parts)
+}
+
+/// The shadow feed for a try on `endpoint`, if a shadow runs.
+pub(crate) fn endpoint_shadow_feed(
+    proxy: &Inner,
+    route: &Route,
+    endpoint: &EndpointId,
+) -> Option<ShadowFeed> {
+    proxy
+        .config_source
+        .as_ref()?
+        .endpoint_shadow_feed(route, endpoint)
 }
 
 /// Starts the source (file watch or etcd watch and status reports) and

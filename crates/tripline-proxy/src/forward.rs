@@ -144,7 +144,7 @@ async fn protected(
     let finish = Finish {
         shadow: route_permit
             .as_ref()
-            .and_then(|_| crate::config_source::shadow_feed(proxy, route)),
+            .and_then(|_| crate::config_source::shadow_feed(proxy, route, parts)),
         route_permit,
         bulkhead,
         start,
@@ -193,7 +193,8 @@ async fn protected(
 /// What the request holds until its answer has been sent.
 struct Finish {
     route_permit: Option<OwnedPermit>,
-    /// A rollout's shadow twin of the route breaker, while one runs.
+    /// A rollout's shadow twin of the route breaker (or of the request's
+    /// key's breaker), while one runs.
     shadow: Option<crate::config_source::ShadowFeed>,
     bulkhead: Option<tripline::bulkhead::OwnedBulkheadPermit>,
     start: tokio::time::Instant,

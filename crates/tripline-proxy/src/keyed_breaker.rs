@@ -26,6 +26,9 @@ use crate::config::{BreakerKeySection, ConfigError, RouteSection};
 use crate::rejection::{Reason, Rejection};
 use crate::route::Route;
 
+/// How a request without the key header is named among the family's members.
+const NO_KEY: &str = "(none)";
+
 /// A registry key: the header's value, `None` for requests without it.
 pub type BreakerKey = Option<String>;
 
@@ -61,7 +64,7 @@ impl KeyedBreaker {
         let named = family.to_string();
         let registry =
             BreakerRegistry::builder_with_names(config.clone(), move |k: &BreakerKey| {
-                format!("{named}:{}", k.as_deref().unwrap_or("(none)"))
+                format!("{named}:{}", k.as_deref().unwrap_or(NO_KEY))
             })
             .clock(clock.clone())
             .build()
@@ -82,10 +85,7 @@ impl KeyedBreaker {
     /// A permit from the request's key's breaker, or the refusal naming it.
     fn acquire(&self, route: &str, parts: &Parts) -> Result<OwnedPermit, Rejection> {
         self.evict_when_due();
-        let key = parts
-            .headers
-            .get(&self.header)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let key = self.key(parts);
         let breaker = self.registry.get(&key).map_err(|e| {
             let name = match e {
                 // Only with `overflow = "reject"`: no breaker for a new key.
@@ -101,6 +101,20 @@ impl KeyedBreaker {
                 .breaker(breaker.name())
                 .retry_after(r.retry_after())
         })
+    }
+
+    /// The request's key: the header's value, `None` without it.
+    fn key(&self, parts: &Parts) -> BreakerKey {
+        parts
+            .headers
+            .get(&self.header)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    }
+
+    /// The request's key as the member's name within the family says it
+    /// (`(none)` without the header): what a shadow twin is keyed by.
+    pub(crate) fn member_key(&self, parts: &Parts) -> String {
+        self.key(parts).unwrap_or_else(|| NO_KEY.to_owned())
     }
 
     fn evict_when_due(&self) {

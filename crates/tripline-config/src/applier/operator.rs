@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tripline::{CallError, CircuitBreaker, Clock, Outcome};
 
-use super::{Applier, ApplyError};
+use super::{Applier, ApplyError, Shadow};
 
 impl Applier {
     /// Forces `name` open as an operator override: pushed configs keep
@@ -48,6 +48,8 @@ impl Applier {
     /// Feeds one outcome of breaker `name` to its shadow twin, if a rollout
     /// is shadowing it (a no-op otherwise). Call it with every outcome the
     /// live breaker records, or use [`call`](Self::call), which does.
+    /// Members of a registry family go through
+    /// [`observe_member`](Self::observe_member) instead.
     pub fn observe(&self, name: &str, outcome: Outcome, elapsed: Duration) {
         if !self.is_shadowing() {
             return;
@@ -57,8 +59,26 @@ impl Applier {
             .twins
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(twin) = twins.get(name) {
+        if let Some(Shadow::One(twin)) = twins.get(name) {
             twin.observe(outcome, elapsed);
+        }
+    }
+
+    /// Feeds one outcome of the member `key` of family `family` to that
+    /// key's shadow twin, if a rollout is shadowing the family (a no-op
+    /// otherwise). Each key is judged by a twin of its own, as the live
+    /// members are; see [`FamilyShadow`](crate::FamilyShadow).
+    pub fn observe_member(&self, family: &str, key: &str, outcome: Outcome, elapsed: Duration) {
+        if !self.is_shadowing() {
+            return;
+        }
+        let twins = self
+            .shared
+            .twins
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(Shadow::Family(twins)) = twins.get(family) {
+            twins.observe(key, outcome, elapsed);
         }
     }
 

@@ -12,7 +12,7 @@ use tripline::{CircuitBreakerConfig, Clock};
 
 use super::Origin;
 use super::install::changes_of;
-use super::{Applier, ApplyError, Core, Twin};
+use super::{Applier, ApplyError, Core, Shadow};
 use crate::audit::{AuditAction, AuditRecord};
 use crate::document::{Document, DocumentWarning};
 use crate::rollout::{Rollout, TrafficSample, canary_bucket};
@@ -48,8 +48,6 @@ pub(super) struct RolloutRun {
     origin: Origin,
     plan: Rollout,
     step: Step,
-    /// The changed families the shadow runs no twin for, for its report.
-    not_judged: Vec<String>,
 }
 
 enum Step {
@@ -119,24 +117,22 @@ impl Applier {
     ) -> Result<AuditRecord, ApplyError> {
         let changes = changes_of(core, &doc);
         let mut twins = std::collections::BTreeMap::new();
-        let mut not_judged = Vec::new();
         for config in &doc.breakers {
             if !changes.iter().any(|c| c.breaker == config.name) {
                 continue;
             }
-            let single = core
+            let family = core
                 .breakers
                 .get(&config.name)
-                .is_none_or(|m| m.breaker().is_some());
+                .is_some_and(|m| m.breaker().is_none());
+            let clock = self.shared.clock.clone();
+            let shadow = match family {
+                true => Shadow::family(config.clone(), clock),
+                false => Shadow::one(config.clone(), clock),
+            };
             // Validated with the document: building a twin cannot fail.
-            match single.then(|| Twin::new(config.clone(), self.shared.clock.clone())) {
-                Some(Ok(twin)) => {
-                    twins.insert(config.name.clone(), twin);
-                }
-                // A family: each member judges its own key's traffic, which
-                // one twin fed the family's mixed outcomes could not
-                // reproduce; the report names it rather than stay silent.
-                _ => not_judged.push(config.name.clone()),
+            if let Ok(shadow) = shadow {
+                twins.insert(config.name.clone(), shadow);
             }
         }
         let any = !twins.is_empty();
@@ -161,7 +157,6 @@ impl Applier {
             origin,
             plan,
             step: Step::Shadow { until },
-            not_judged,
         });
         self.advance(core);
         Ok(record)
@@ -200,23 +195,27 @@ impl Applier {
     }
 
     fn end_shadow(&self, core: &mut Core, run: RolloutRun, now: Timestamp) {
-        let would_trip = {
+        let action = {
             let mut twins = self
                 .shared
                 .twins
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let report = twins
-                .iter()
-                .map(|(n, t)| (n.clone(), t.would_trip()))
-                .collect();
+            let (mut would_trip, mut not_judged, mut families) = (vec![], vec![], vec![]);
+            for (name, shadow) in twins.iter() {
+                match shadow {
+                    Shadow::One(twin) => would_trip.push((name.clone(), twin.would_trip())),
+                    Shadow::Family(f) if f.saw_traffic() => families.push(f.report(name)),
+                    Shadow::Family(_) => not_judged.push(name.clone()),
+                }
+            }
             twins.clear();
             self.shared.shadowing.store(false, Ordering::Relaxed);
-            report
-        };
-        let action = AuditAction::ShadowReport {
-            would_trip,
-            not_judged: run.not_judged.clone(),
+            AuditAction::ShadowReport {
+                would_trip,
+                not_judged,
+                families,
+            }
         };
         self.record(core, action, &run.origin, None, Vec::new(), Vec::new());
         if !run.plan.selects(&self.shared.instance) {

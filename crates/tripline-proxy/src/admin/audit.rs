@@ -113,6 +113,7 @@ fn config_summary(record: &AuditRecord) -> String {
         AuditAction::ShadowReport {
             would_trip,
             not_judged,
+            families,
         } => {
             let trips: Vec<String> = would_trip.iter().map(|(b, n)| format!("{b} {n}")).collect();
             let mut text = format!(
@@ -123,9 +124,26 @@ fn config_summary(record: &AuditRecord) -> String {
                     trips.join(", ")
                 }
             );
+            for f in families {
+                text.push_str(&format!(
+                    "; {}: {} of {} keys would trip",
+                    f.family, f.keys_would_trip, f.keys_judged
+                ));
+                if !f.top_keys.is_empty() {
+                    let top: Vec<String> =
+                        f.top_keys.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                    text.push_str(&format!(" ({})", top.join(", ")));
+                }
+                if f.unjudged_outcomes > 0 {
+                    text.push_str(&format!(
+                        ", {} outcomes of further keys not judged",
+                        f.unjudged_outcomes
+                    ));
+                }
+            }
             if !not_judged.is_empty() {
                 text.push_str(&format!(
-                    "; not judged (families run no shadow twin): {}",
+                    "; not judged (no traffic reached them): {}",
                     not_judged.join(", ")
                 ));
             }

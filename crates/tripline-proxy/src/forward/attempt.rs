@@ -11,6 +11,7 @@ use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{ProxyBody, RequestBody, Tracked};
+use crate::config_source::ShadowFeed;
 use crate::grpc;
 use crate::headers::strip_hop_by_hop;
 use crate::proxy::Inner;
@@ -24,6 +25,8 @@ pub(super) enum Tried {
         response: Response<ProxyBody>,
         lease: Lease,
         outcome: EndpointOutcome,
+        /// The endpoint's shadow twin, while a rollout's shadow runs.
+        shadow: Option<ShadowFeed>,
     },
     /// The try failed on the connection (already recorded on the endpoint).
     Failed {
@@ -60,8 +63,9 @@ impl Tried {
                 response,
                 lease,
                 outcome,
+                shadow,
             } => {
-                lease.record(outcome);
+                record(lease, outcome, shadow);
                 Tried::Settled { response, outcome }
             }
             other => other,
@@ -80,6 +84,7 @@ impl Tried {
                 response,
                 lease,
                 outcome,
+                shadow,
             } => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
@@ -94,7 +99,7 @@ impl Tried {
                             (true, Some(code)) if !outcome.is_failure() => grpc.outcome(code),
                             (true, _) => outcome,
                         };
-                        lease.record(outcome);
+                        record(lease, outcome, shadow);
                         settle_route(outcome);
                     }),
                 );
@@ -180,6 +185,7 @@ pub(super) async fn send(
     deadline: Option<Deadline>,
 ) -> Tried {
     let Ready { lease, body } = ready;
+    let shadow = crate::config_source::endpoint_shadow_feed(proxy, route, lease.endpoint().id());
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
     let Ok(uri) = route.upstream.uri(lease.endpoint().address(), parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
@@ -219,6 +225,7 @@ pub(super) async fn send(
                 response,
                 lease,
                 outcome,
+                shadow,
             }
         }
         Ok(Err(e)) => {
@@ -230,16 +237,29 @@ pub(super) async fn send(
             } else {
                 (Reason::UpstreamReset, EndpointOutcome::LocalOriginFailure)
             };
-            lease.record(outcome);
+            record(lease, outcome, shadow);
             Tried::Failed { reason, outcome }
         }
         Err(()) => {
-            lease.record(EndpointOutcome::LocalOriginFailure);
+            record(lease, EndpointOutcome::LocalOriginFailure, shadow);
             Tried::Failed {
                 reason: Reason::UpstreamTimeout,
                 outcome: EndpointOutcome::LocalOriginFailure,
             }
         }
+    }
+}
+
+/// Records a try's outcome on its endpoint, and on the endpoint's shadow
+/// twin while a rollout's shadow runs.
+fn record(lease: Lease, outcome: EndpointOutcome, shadow: Option<ShadowFeed>) {
+    match shadow {
+        Some(shadow) => {
+            let elapsed = lease.elapsed();
+            shadow.observe(outcome.breaker_outcome(), elapsed);
+            lease.record_elapsed(outcome, elapsed);
+        }
+        None => lease.record(outcome),
     }
 }
 

@@ -1,10 +1,13 @@
 //! Soak: the proxy at a steady request rate for `SOAK_SECONDS` (default
-//! 15) while a seeded random schedule kills and restarts upstreams, makes
+//! 60) while a seeded random schedule kills and restarts upstreams, makes
 //! them slow, failing or resetting, reloads the config, forces the route
-//! breaker open and resets it, and injects faults through the admin API.
+//! breaker open and resets it, and injects faults through the admin API;
+//! meanwhile a durable failback queue delivers entries through the proxy.
 //!
 //! It proves that nothing leaks and nothing is lost: every request gets
-//! a response; resident memory after warm-up stays flat (≤ 5% growth);
+//! a response; every failback entry reaches an upstream, none refused or
+//! given up; resident memory after warm-up stays flat (≤ 5% growth over
+//! the warm-up's peak);
 //! file descriptors and tokio tasks return to where they started once
 //! the proxy is shut down; and every breaker is back to Closed once the
 //! faults heal. `scripts/soak` runs the long version (10 minutes).
@@ -12,6 +15,7 @@
 //! Loopback only, and it stops by itself: the run's length is fixed.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod failback;
 mod load;
 mod resources;
 mod schedule;
@@ -24,10 +28,11 @@ use tripline::breaker::State;
 use tripline_proxy::Proxy;
 use tripline_proxy::config::ProxyConfig;
 
+use crate::failback::FailbackLoad;
 use crate::load::Load;
 use crate::resources::{open_fds, rss_kib};
 use crate::schedule::Schedule;
-use crate::upstream::Upstream;
+use crate::upstream::{Received, Upstream};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -81,13 +86,17 @@ fn breaker_states(proxy: &Proxy) -> Vec<(String, State)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
-    let seconds: u64 = env_or("SOAK_SECONDS", 15);
+    let seconds: u64 = env_or("SOAK_SECONDS", 60);
     let rate: u32 = env_or("SOAK_RPS", 200);
     let seed: u64 = env_or("SOAK_SEED", 16);
     let runtime = tokio::runtime::Handle::current().metrics();
     let (fds_before, tasks_before) = (open_fds(), runtime.num_alive_tasks());
 
-    let mut upstreams = [Upstream::start().await, Upstream::start().await];
+    let received = Received::default();
+    let mut upstreams = [
+        Upstream::start(received.clone()).await,
+        Upstream::start(received.clone()).await,
+    ];
     let clock = ManualClock::new();
     let proxy = Proxy::builder(config(&upstreams[0], &upstreams[1], 2))
         .clock(clock.clone())
@@ -109,9 +118,14 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
     });
 
     let load = Load::start(addr, rate);
+    let failback = FailbackLoad::start(addr, &clock);
     let mut schedule = Schedule::new(seed, admin);
-    let warm_up = Duration::from_secs((seconds * 3 / 10).max(3));
+    // Allocators and pools settle over the first tens of seconds: the
+    // baseline is the warm-up's peak, the warm-up 30% of the run but at
+    // least 30 s (at most half of a short run).
+    let warm_up = Duration::from_secs(((seconds * 3) / 10).max(30.min(seconds / 2)).max(3));
     let end = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    let mut rss_warm_up_peak = 0;
     let mut rss_after_warm_up = None;
     let mut fds_after_warm_up = None;
     let mut rss_samples = Vec::new();
@@ -119,11 +133,14 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
     while tokio::time::Instant::now() < end {
         schedule.step(&proxy, &mut upstreams).await;
         tokio::time::sleep(Duration::from_millis(250)).await;
-        if started.elapsed() >= warm_up && rss_after_warm_up.is_none() {
-            rss_after_warm_up = Some(rss_kib());
+        let rss = rss_kib();
+        if started.elapsed() < warm_up {
+            rss_warm_up_peak = rss_warm_up_peak.max(rss);
+        } else if rss_after_warm_up.is_none() {
+            rss_after_warm_up = Some(rss_warm_up_peak.max(rss));
             fds_after_warm_up = Some(open_fds());
         }
-        rss_samples.push(rss_kib());
+        rss_samples.push(rss);
     }
     let events = schedule.heal(&proxy, &mut upstreams).await;
 
@@ -141,6 +158,7 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let failback = failback.finish(Duration::from_secs(30), &received).await;
     let rss_end = rss_kib();
     let fds_end_of_load = open_fds();
     let totals = load.stop().await;
@@ -149,7 +167,7 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
     let rss_base = rss_after_warm_up.expect("the run outlasts its warm-up");
     let growth = rss_end as f64 / rss_base as f64 - 1.0;
     println!(
-        "soak: {seconds} s at {rate}/s, seed {seed}: {totals}; {events}\n\
+        "soak: {seconds} s at {rate}/s, seed {seed}: {totals}; {events}\n{failback}\n\
          RSS after warm-up {rss_base} KiB, at the end {rss_end} KiB ({:+.1}%), min {} max {} KiB\n\
          fds before {fds_before}, after warm-up {}, end of load {fds_end_of_load}",
         growth * 100.0,
@@ -182,6 +200,14 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
     assert_eq!(
         totals.unanswered, 0,
         "requests without a response: {totals}"
+    );
+    assert!(
+        failback.stats.refused == 0
+            && failback.stats.gave_up == 0
+            && failback.pending == 0
+            && failback.missing == 0
+            && failback.submitted > 0,
+        "every failback entry delivered: {failback}"
     );
     assert!(
         growth <= 0.05,

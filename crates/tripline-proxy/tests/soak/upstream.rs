@@ -1,9 +1,10 @@
 //! An upstream the soak can make healthy, slow, failing or resetting, and
 //! kill and restart on the same port.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -32,21 +33,31 @@ impl Mode {
     pub const ALL: [Mode; 4] = [Mode::Healthy, Mode::Slow, Mode::Failing, Mode::Resetting];
 }
 
+/// The failback payloads an upstream answered 200, shared by the soak's
+/// upstreams: what "delivered" means at the receiving end.
+pub type Received = Arc<Mutex<HashSet<Vec<u8>>>>;
+
+/// The path the soak's failback queue delivers to.
+pub const FAILBACK_PATH: &str = "/soak/failback";
+
 pub struct Upstream {
     pub addr: SocketAddr,
     mode: Arc<AtomicU8>,
+    received: Received,
     /// Bumped on kill: every connection task watching it drops its socket.
     generation: watch::Sender<u64>,
     accept: Option<JoinHandle<()>>,
 }
 
 impl Upstream {
-    pub async fn start() -> Upstream {
+    /// An upstream that adds the failback payloads it answers 200 to `received`.
+    pub async fn start(received: Received) -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut up = Upstream {
             addr,
             mode: Arc::new(AtomicU8::new(Mode::Healthy as u8)),
+            received,
             generation: watch::channel(0).0,
             accept: None,
         };
@@ -89,15 +100,19 @@ impl Upstream {
 
     fn serve(&mut self, listener: TcpListener) {
         let mode = self.mode.clone();
+        let received = self.received.clone();
         let generation = self.generation.clone();
         self.accept = Some(tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let mode = mode.clone();
+                let received = received.clone();
                 let mut killed = generation.subscribe();
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let mode = mode.load(Ordering::SeqCst);
+                    let received = received.clone();
+                    let failback = req.uri().path() == FAILBACK_PATH;
                     async move {
-                        let _ = req.into_body().collect().await;
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes());
                         let status = match mode {
                             m if m == Mode::Slow as u8 => {
                                 tokio::time::sleep(Duration::from_millis(30)).await;
@@ -107,6 +122,9 @@ impl Upstream {
                             m if m == Mode::Resetting as u8 => return Err("reset"),
                             _ => 200,
                         };
+                        if let (true, 200, Ok(body)) = (failback, status, body) {
+                            received.lock().unwrap().insert(body.to_vec());
+                        }
                         let mut response =
                             hyper::Response::new(Full::new(Bytes::from_static(b"ok")));
                         *response.status_mut() = http::StatusCode::from_u16(status).unwrap();

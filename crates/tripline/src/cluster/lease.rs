@@ -139,9 +139,16 @@ impl Lease {
         self.permit.as_ref().is_some_and(OwnedPermit::is_probe)
     }
 
+    /// How long since the endpoint was selected, on the cluster's clock:
+    /// the duration [`record`](Self::record) charges, for a caller that
+    /// reports the same call elsewhere too (a shadow twin, a log line).
+    pub fn elapsed(&self) -> Duration {
+        self.cluster.shared.clock.now() - self.start
+    }
+
     /// Records the call's outcome (timed from the selection).
     pub fn record(self, outcome: EndpointOutcome) {
-        let elapsed = self.cluster.shared.clock.now() - self.start;
+        let elapsed = self.elapsed();
         self.record_elapsed(outcome, elapsed);
     }
 
