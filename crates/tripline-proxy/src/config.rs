@@ -170,12 +170,13 @@ impl ProxyConfig {
             Some(span) => {
                 let mut err = ConfigError::parse(None, e.message().trim_end().to_owned())
                     .at(Some(locate::line_column(text, span.start)));
-                // An error inside a breaker table names the key and the
-                // breaker, as validation errors about breakers do.
-                if let Some(path) = locate::path_at(text, span.start)
-                    && let Some(name) = locate::breaker_of(text, &path)
-                {
-                    err.message = format!("{} (breaker {name:?})", err.message);
+                // A parse error names the key it is about, as validation
+                // errors do (`routes[0].retry.attempts`), and inside a
+                // breaker table the breaker too.
+                if let Some(path) = locate::path_at(text, span.start) {
+                    if let Some(name) = locate::breaker_of(text, &path) {
+                        err.message = format!("{} (breaker {name:?})", err.message);
+                    }
                     err.field = path;
                 }
                 err

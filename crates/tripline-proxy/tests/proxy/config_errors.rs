@@ -48,12 +48,34 @@ fn a_key_inside_an_inline_table_or_array_is_placed_exactly() {
 }
 
 #[test]
-fn a_parse_error_names_its_line() {
+fn a_parse_error_names_its_line_and_key() {
     let text = format!("{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nretries = 3\n");
     let e = ProxyConfig::from_toml(&text).unwrap_err();
     assert_eq!(e.line, Some(10), "{e}");
+    assert_eq!(e.field, "routes[0].retries", "{e}");
     assert!(e.message.contains("unknown field `retries`"), "{e}");
-    assert!(e.to_string().starts_with("line 10: unknown field"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("line 10: routes[0].retries: unknown field"),
+        "{e}"
+    );
+
+    // A misspelt key inside an inline table, and a value of the wrong type.
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nretry = {{ attempts = 2, retryabel = true }}\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].retry.retryabel", "{e}");
+    let text = format!(
+        "{HEAD}[[routes]]\nname = \"a\"\ncluster = \"backend\"\nretry = {{ attempts = \"x\" }}\n"
+    );
+    let e = ProxyConfig::from_toml(&text).unwrap_err();
+    assert_eq!(e.field, "routes[0].retry.attempts", "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("line 10: routes[0].retry.attempts: invalid type"),
+        "{e}"
+    );
 
     let e = ProxyConfig::from_toml("[[listeners]]\naddress = \n").unwrap_err();
     assert_eq!(e.line, Some(2), "{e}");
