@@ -93,6 +93,7 @@ fn render(breaker: &CircuitBreaker, c: &Counters) -> Result<String, String> {
         ("rejected", c.rejected),
         ("stale", c.stale),
         ("reclaimed", c.reclaimed),
+        ("abandoned", c.abandoned),
     ] {
         out.push_str(&format!(
             "tripline_run_total{{breaker=\"{name}\",outcome=\"{outcome}\"}} {n}\n"
