@@ -98,12 +98,21 @@ fn a_killed_probe_frees_its_slot_at_once_as_abandoned() {
     let orphan = kill_a_probe_mid_command(&env);
     // Same instant, long before the lease expires: the owner is dead, so
     // the next run probes at once; its success closes the breaker.
+    std::fs::create_dir_all(env.path("prom")).expect("textfile dir");
     let out = env.run(
         T0 + 10,
-        &args(&["--breaker", "p", "--config", "p.toml"], &sh("exit 0")),
+        &args(
+            &["--breaker", "p", "--config", "p.toml", "--textfile", "prom"],
+            &sh("exit 0"),
+        ),
     );
     end(&orphan);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let metrics = std::fs::read_to_string(env.path("prom/p.prom")).expect("metrics");
+    assert!(
+        metrics.contains("tripline_run_total{breaker=\"p\",outcome=\"abandoned\"} 1"),
+        "{metrics}"
+    );
     let s = env.state_json("p");
     assert_eq!(s["checkpoint"]["state"], "closed");
     assert_eq!(s["counters"]["abandoned"], 1);
