@@ -38,24 +38,39 @@
 //! tripped, or the probe round ended), the outcome is counted but does not
 //! move the new state — the library's generation rule, across processes.
 //!
+//! Beside the checkpoint the file keeps the breaker's *state times*
+//! ([`tripline::breaker::StateTimes`]: when it entered its state, began its
+//! warm-up, last recovered), restored into every rebuilt breaker, so
+//! `warm_up`, `cooldown` and `min_state_duration` count from the runs that
+//! started them, as in a long-lived breaker.
+//!
 //! # Probes are leases
 //!
-//! A probe admission is written to the log as a lease `{id, pid,
+//! A probe admission is written to the log as a lease `{id, pid, owner,
 //! expires_at}` before the command starts. While the lease is held, the
 //! replayed breaker holds that probe's permit, so half-open admits at most
-//! the policy's number of probes across all processes. A lease whose
-//! process is gone (`kill -9`: `/proc/<pid>` missing) or that outlived its
-//! expiry (`--timeout` plus a minute, else an hour) is reclaimed by the next
-//! run and counted as a **failed probe**: a probe that never reported back
-//! is no evidence of recovery.
+//! the policy's number of probes across all processes. The owner is the
+//! pid's start time, boot id and pid namespace (see [`owner`]): a later run
+//! in the same boot and namespace that finds the owner dead (`kill -9`: the
+//! pid gone, a zombie, or reused by another process) frees the slot at once
+//! and counts the lease as **abandoned** — a killed probe says nothing of
+//! the dependency. A lease that outlives its expiry (`--timeout` plus a
+//! minute, else an hour) — or whose owner cannot be judged from here, as
+//! from another container — is reclaimed when it expires and counted as a
+//! **failed probe**: a probe that never reported back in time is no
+//! evidence of recovery.
 //!
 //! # Locking and crash safety
 //!
 //! An advisory lock (`File::lock`) on `<name>.lock` is held only around
 //! each read–decide–write, never while the command runs. The state is
-//! written to a temp file, fsynced and renamed over `<name>.json`, so a
-//! crash at any point leaves the old or the new state. A state file that
-//! does not parse is reported on stderr and replaced by a fresh breaker.
+//! written to a temp file and renamed over `<name>.json`, so a crash of
+//! the process at any point leaves the old or the new state. A write that
+//! changes a decision (the state, a lease) is fsynced, file and directory;
+//! one that only adds evidence (most closed runs) is not, which on a power
+//! loss may cost a few runs of evidence (see `Store::write`). A state file
+//! that does not parse is reported on stderr and replaced by a fresh
+//! breaker.
 //!
 //! # Exit codes
 //!
@@ -70,6 +85,7 @@ mod config;
 mod exec;
 mod export;
 mod ops;
+mod owner;
 mod rebuild;
 mod state;
 mod store;

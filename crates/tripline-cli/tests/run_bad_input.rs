@@ -20,10 +20,24 @@ fn bad_input_exits_2_without_running_the_command() {
     a.extend(touch);
     assert_refused(&env, &a, "threshold");
 
-    std::fs::write(env.path("warm.toml"), "[warm_up]\nduration = \"10s\"\n").expect("write");
-    let mut a = vec!["--breaker", "x", "--config", "warm.toml"];
+    // What `tripline run` cannot honour across processes is refused by
+    // name (warm_up, cooldown and min_state_duration are honoured).
+    std::fs::write(
+        env.path("slow.toml"),
+        "slow_call = { baseline_quantile = 0.99, factor = 3.0, floor = \"50ms\", ceiling = \"2s\" }\n",
+    )
+    .expect("write");
+    let mut a = vec!["--breaker", "x", "--config", "slow.toml"];
     a.extend(touch);
-    assert_refused(&env, &a, "warm_up");
+    assert_refused(&env, &a, "slow_call");
+    std::fs::write(
+        env.path("ramp.toml"),
+        "half_open = { policy = \"ramp\", steps = [0.1, 1.0], step_duration = \"1s\", failure_rate_threshold = 0.2 }\n",
+    )
+    .expect("write");
+    let mut a = vec!["--breaker", "x", "--config", "ramp.toml"];
+    a.extend(touch);
+    assert_refused(&env, &a, "half_open.policy = \"ramp\"");
 
     // `--` forgotten: clap refuses the stray command words.
     assert_refused(

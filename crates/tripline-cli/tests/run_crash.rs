@@ -1,5 +1,6 @@
 //! Crashes: a `kill -9` of a run holding the lock leaves a usable state;
-//! a killed probe's lease is reclaimed as a failed probe; a state file
+//! a killed probe's slot is freed at once (abandoned), a lease nobody can
+//! judge is reclaimed as a failed probe when it expires; a state file
 //! truncated at every byte offset is reported and replaced, never a crash.
 
 mod run_common;
@@ -43,38 +44,108 @@ fn kill_9_while_holding_the_lock_leaves_a_usable_state() {
     assert_eq!(env.state_json("build")["checkpoint"]["state"], "open");
 }
 
-#[test]
-fn a_killed_probe_is_reclaimed_as_a_failed_probe() {
-    let env = Env::new();
-    let fail = sh("exit 1");
-    for _ in 0..10 {
-        env.run(T0, &args(&["--breaker", "db"], &fail));
+/// One probe at a time, so a dead probe holding the slot blocks the round.
+const ONE_PROBE: &str = r#"
+window = { kind = "count", size = 4 }
+minimum_calls = 4
+open_duration = "10s"
+half_open = { policy = "consecutive", successes = 1 }
+max_half_open_duration = "2h"
+"#;
+
+/// Trips breaker `p`, starts a probe whose command prints its pid and
+/// hangs, and `kill -9`s the probe's tripline process once the command
+/// runs. Returns the orphaned command's pid (the test's to end).
+fn kill_a_probe_mid_command(env: &Env) -> String {
+    std::fs::write(env.path("p.toml"), ONE_PROBE).expect("config");
+    let head = ["--breaker", "p", "--config", "p.toml"];
+    for _ in 0..4 {
+        assert_eq!(
+            env.run(T0, &args(&head, &sh("exit 1"))).status.code(),
+            Some(1)
+        );
     }
-    let hang = sh("echo $$ > started.txt; exec sleep 600");
-    let mut probe = env.spawn(T0 + 30, &args(&["--breaker", "db"], &hang));
-    run_common::wait_until("the probe to start", || env.lines("started.txt") > 0);
-    assert!(
-        env.status(T0 + 30, "db")
-            .contains("half-open (1 probes in flight)")
-    );
-    // kill -9 the tripline process (its child sleeps on, orphaned).
+    let hang = sh("echo $$; exec sleep 600");
+    let mut probe = env
+        .cmd(T0 + 10, &args(&head, &hang))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    // The command's first line (passed through by tripline) says it runs.
+    let mut orphan = String::new();
+    BufReader::new(probe.stdout.take().expect("stdout"))
+        .read_line(&mut orphan)
+        .expect("reads");
+    // While the probe lives, it holds the only slot.
+    let out = env.run(T0 + 10, &args(&head, &sh("exit 0")));
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    probe.kill().expect("SIGKILL");
+    probe.wait().expect("reaped");
+    orphan.trim().to_owned()
+}
+
+fn end(pid: &str) {
     Command::new("kill")
-        .args(["-9", &probe.id().to_string()])
+        .args(["-9", pid])
         .status()
         .expect("kill");
-    probe.wait().expect("reaped");
-    // The next run reclaims the lease as a failure: reopened.
-    let out = env.run(T0 + 31, &args(&["--breaker", "db"], &sh("exit 0")));
+}
+
+#[test]
+fn a_killed_probe_frees_its_slot_at_once_as_abandoned() {
+    let env = Env::new();
+    let orphan = kill_a_probe_mid_command(&env);
+    // Same instant, long before the lease expires: the owner is dead, so
+    // the next run probes at once; its success closes the breaker.
+    std::fs::create_dir_all(env.path("prom")).expect("textfile dir");
+    let out = env.run(
+        T0 + 10,
+        &args(
+            &["--breaker", "p", "--config", "p.toml", "--textfile", "prom"],
+            &sh("exit 0"),
+        ),
+    );
+    end(&orphan);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let metrics = std::fs::read_to_string(env.path("prom/p.prom")).expect("metrics");
+    assert!(
+        metrics.contains("tripline_run_total{breaker=\"p\",outcome=\"abandoned\"} 1"),
+        "{metrics}"
+    );
+    let s = env.state_json("p");
+    assert_eq!(s["checkpoint"]["state"], "closed");
+    assert_eq!(s["counters"]["abandoned"], 1);
+    assert_eq!(s["counters"]["reclaimed"], 0);
+    assert!(
+        env.status(T0 + 10, "p").contains("1 abandoned probes"),
+        "{}",
+        env.status(T0 + 10, "p")
+    );
+}
+
+#[test]
+fn a_lease_from_another_boot_waits_for_its_expiry_and_fails_the_probe() {
+    let env = Env::new();
+    let orphan = kill_a_probe_mid_command(&env);
+    end(&orphan);
+    // The same lease as if taken before a reboot (or on another machine
+    // sharing the dir): its pid means nothing here, so it is not judged.
+    let path = env.state_dir().join("p.json");
+    let mut s = env.state_json("p");
+    s["log"][0]["owner"]["boot_id"] = "another-boot".into();
+    std::fs::write(&path, serde_json::to_vec(&s).expect("json")).expect("write");
+    let head = ["--breaker", "p", "--config", "p.toml"];
+    let out = env.run(T0 + 10, &args(&head, &sh("exit 0")));
     assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-    let s = env.state_json("db");
+    // Once the lease (an hour without --timeout) has expired, it counts as
+    // a failed probe: the breaker reopens.
+    let out = env.run(T0 + 10 + 3600, &args(&head, &sh("exit 0")));
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    let s = env.state_json("p");
     assert_eq!(s["checkpoint"]["state"], "open");
     assert_eq!(s["counters"]["reclaimed"], 1);
-    // The orphaned command (`exec sleep`, the shell's pid) is ours to end.
-    let orphan = std::fs::read_to_string(env.path("started.txt")).expect("pid");
-    Command::new("kill")
-        .args(["-9", orphan.trim()])
-        .status()
-        .expect("kill");
+    assert_eq!(s["counters"]["abandoned"], 0);
 }
 
 #[test]

@@ -35,6 +35,7 @@ mod permit;
 mod state;
 pub(crate) mod stripe;
 mod thread_slot;
+mod times;
 mod window;
 
 use std::fmt;
@@ -56,6 +57,7 @@ pub use health::{HealthProbe, HealthProber};
 pub use metrics::{CallCounts, Metrics};
 pub use permit::{CallError, OwnedPermit, Permit, Rejected};
 pub use state::State;
+pub use times::StateTimes;
 pub use window::WindowSnapshot;
 
 use self::core::Inner;
@@ -96,6 +98,7 @@ pub struct CircuitBreakerBuilder {
     instance: Option<u64>,
     restore: Option<Snapshot>,
     restore_window: Option<WindowContents>,
+    restore_times: Option<StateTimes>,
     stripes: Option<usize>,
     /// Settings shared with a sibling (a registry family), if any.
     shared: Option<(String, Arc<core::settings::Settings>)>,
@@ -143,6 +146,19 @@ impl CircuitBreakerBuilder {
     /// bucket. Pair it with a snapshot whose window is empty.
     pub fn restore_window(mut self, contents: WindowContents) -> Self {
         self.restore_window = Some(contents);
+        self
+    }
+
+    /// Starts the breaker with the moments its time-dependent settings
+    /// count from (taken by [`CircuitBreaker::state_times`] in an earlier
+    /// process), after any [`restore`](Self::restore): the state's start
+    /// for `min_state_duration`, the warm-up's start for `warm_up`, the last
+    /// recovery for `cooldown`. Without it a rebuilt breaker starts all
+    /// three at its creation, so a breaker rebuilt in every short-lived
+    /// process would never finish warming up, always hold its state and
+    /// forget its cooldown. Times after the clock's "now" are taken as now.
+    pub fn restore_times(mut self, times: StateTimes) -> Self {
+        self.restore_times = Some(times);
         self
     }
 
@@ -217,6 +233,9 @@ impl CircuitBreakerBuilder {
             let now = inner.clock.now();
             inner.with_window(|w| contents.fill(w, now));
         }
+        if let Some(times) = &self.restore_times {
+            times.restore(&inner);
+        }
         Ok((CircuitBreaker { inner }, warnings))
     }
 }
@@ -290,6 +309,14 @@ impl CircuitBreaker {
     pub fn window_contents(&self) -> WindowContents {
         let now = self.inner.clock.now();
         self.inner.with_window(|w| WindowContents::of(w, now))
+    }
+
+    /// When the breaker entered its current state, when its warm-up began
+    /// and when it last recovered: what `min_state_duration`, `warm_up` and
+    /// `cooldown` count from, to carry into a later process with
+    /// [`CircuitBreakerBuilder::restore_times`] (see [`StateTimes`]).
+    pub fn state_times(&self) -> StateTimes {
+        StateTimes::of(&self.inner)
     }
 
     /// Applies a state `snapshot` to this (fresh) breaker: what

@@ -52,11 +52,16 @@ pub(crate) fn check_name(name: &str) -> Result<(), CliError> {
     }
 }
 
-/// Loads and validates the config for `name`. Features that depend on the
-/// moment a breaker was created or last changed state in memory (warm-up,
-/// cooldown, hysteresis, a learned slow-call baseline, the ramp policy's
-/// steps) would restart in every short-lived process, so they are refused
-/// rather than silently not honoured.
+/// Loads and validates the config for `name`. `warm_up`, `cooldown` and
+/// `min_state_duration` are honoured across runs: the state file carries
+/// the moments they count from (the library's `StateTimes`), so the warm-up
+/// counts from the breaker's first run, the cooldown from the run that
+/// closed it, the hold from the run that changed its state. What lives in
+/// one process's memory and cannot be carried is refused, naming the field,
+/// rather than silently not honoured: a learned `slow_call` baseline (it
+/// learns from a stream of calls no single run sees), and the `ramp`
+/// policy (it admits a share of all the calls that arrive, refused ones
+/// included, while the probe log replays only the admitted probes).
 pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConfig, CliError> {
     let mut config = match file {
         None => defaults(name),
@@ -71,18 +76,20 @@ pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConf
     };
     config.name = name.to_owned();
     let unsupported = [
-        ("warm_up", config.warm_up.is_some()),
-        ("cooldown", config.cooldown.is_some()),
-        ("min_state_duration", config.min_state_duration.is_some()),
-        ("slow_call", config.slow_call.is_some()),
+        (
+            "slow_call",
+            config.slow_call.is_some(),
+            "a learned baseline lives in one process; use a fixed slow_call_duration",
+        ),
         (
             "half_open.policy = \"ramp\"",
             matches!(config.half_open, HalfOpenPolicy::Ramp { .. }),
+            "its share of traffic counts refused runs, which the state file does not replay; use \"permits\" or \"consecutive\"",
         ),
     ];
-    if let Some((key, _)) = unsupported.iter().find(|(_, set)| *set) {
+    if let Some((key, _, why)) = unsupported.iter().find(|(_, set, _)| *set) {
         return Err(CliError::input(format!(
-            "breaker {name:?}: {key}: not supported by `tripline run` (it would restart in every short-lived run); remove it"
+            "breaker {name:?}: {key}: not supported by `tripline run` ({why}); remove it"
         )));
     }
     config

@@ -93,6 +93,7 @@ fn render(breaker: &CircuitBreaker, c: &Counters) -> Result<String, String> {
         ("rejected", c.rejected),
         ("stale", c.stale),
         ("reclaimed", c.reclaimed),
+        ("abandoned", c.abandoned),
     ] {
         out.push_str(&format!(
             "tripline_run_total{{breaker=\"{name}\",outcome=\"{outcome}\"}} {n}\n"
@@ -141,9 +142,13 @@ fn write_textfile(dir: &std::path::Path, name: &str, text: &str) -> std::io::Res
     // node_exporter skips files not ending in .prom, so the temp file is
     // invisible to it until the rename.
     let tmp = dir.join(format!(".{name}.prom.{}.tmp", std::process::id()));
+    // Not fsynced: every run rewrites the whole file, so what a power loss
+    // can cost is an older exposition — or, on filesystems that do not
+    // order a replacing rename after its data, an empty or torn one that
+    // node_exporter reports as an error — until the next run; an fsync
+    // would cost a disk flush on every pipeline step.
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(text.as_bytes())?;
-    f.sync_all()?;
     std::fs::rename(&tmp, dir.join(format!("{name}.prom")))
 }
 

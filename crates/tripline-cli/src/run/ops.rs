@@ -9,6 +9,7 @@ use tripline::{CircuitBreakerConfig, State};
 use super::clock::WallClock;
 use super::exec::{self, Spec};
 use super::export::Exports;
+use super::owner::Owner;
 use super::rebuild::{self, apply, rebuild, settle};
 use super::state::{Checkpoint, Operator, ProbeEvent, Verdict};
 use super::store::Store;
@@ -56,7 +57,8 @@ pub(crate) fn run_command(
             Err(rejected) => {
                 state.counters.rejected += 1;
                 settle(&mut state, &rebuilt, started, String::new);
-                ctx.store.write(&lock, &state)?;
+                ctx.store
+                    .write(&lock, &state, before.decision_differs(&state))?;
                 drop(lock);
                 ctx.exports.publish(&rebuilt.breaker, &state.counters);
                 let wait = rejected
@@ -79,6 +81,7 @@ pub(crate) fn run_command(
                     pid: std::process::id(),
                     expires_at: started
                         .saturating_add(u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX)),
+                    owner: Owner::current(),
                 });
                 drop(permit);
                 Ticket::Probe {
@@ -88,11 +91,19 @@ pub(crate) fn run_command(
             }
             Ok(permit) => {
                 drop(permit);
+                // Admitted freely from a round that closed just now (a
+                // decision parked by `min_state_duration` came due): the
+                // close is this run's to write, and the run belongs to the
+                // new epoch.
+                if !matches!(state.checkpoint, Checkpoint::Closed { .. }) {
+                    settle(&mut state, &rebuilt, started, String::new);
+                }
                 Ticket::Closed { epoch: state.epoch }
             }
         };
         if state != before {
-            ctx.store.write(&lock, &state)?;
+            ctx.store
+                .write(&lock, &state, before.decision_differs(&state))?;
         }
         ticket
     };
@@ -104,6 +115,7 @@ pub(crate) fn run_command(
     let finished = ctx.clock.now()?.max(started);
     let lock = ctx.store.lock()?;
     let mut state = ctx.store.read(&lock);
+    let before = state.clone();
     let mut rebuilt = rebuild(&mut state, &ctx.config, finished)?;
     let window_before = rebuilt.breaker.window();
     let current = match ticket {
@@ -141,7 +153,8 @@ pub(crate) fn run_command(
     settle(&mut state, &rebuilt, finished, || {
         trip_reason(probe, window_before, ran.verdict)
     });
-    ctx.store.write(&lock, &state)?;
+    ctx.store
+        .write(&lock, &state, before.decision_differs(&state))?;
     drop(lock);
     ctx.exports.publish(&rebuilt.breaker, &state.counters);
     Ok(ran.exit)
@@ -205,8 +218,8 @@ pub(crate) fn status(ctx: &Context<'_>) -> Result<u8, CliError> {
     println!("state file: {}", ctx.store.state_path().display());
     let c = &state.counters;
     println!(
-        "runs: {} succeeded, {} failed, {} ignored, {} rejected, {} cancelled, {} reclaimed probes",
-        c.succeeded, c.failed, c.ignored, c.rejected, c.cancelled, c.reclaimed
+        "runs: {} succeeded, {} failed, {} ignored, {} rejected, {} cancelled, {} reclaimed probes, {} abandoned probes",
+        c.succeeded, c.failed, c.ignored, c.rejected, c.cancelled, c.reclaimed, c.abandoned
     );
     Ok(0)
 }
@@ -227,10 +240,11 @@ pub(crate) fn operator(ctx: &Context<'_>, op: Operator) -> Result<u8, CliError> 
         Operator::Reset => Checkpoint::Closed { window: None },
         Operator::ForceOpen => Checkpoint::ForcedOpen { since: now },
     };
+    state.times = Some(rebuilt.breaker.state_times());
     state.epoch += 1;
     state.counters.transitions += 1;
     state.log.clear();
-    ctx.store.write(&lock, &state)?;
+    ctx.store.write(&lock, &state, true)?;
     drop(lock);
     ctx.exports.publish(&rebuilt.breaker, &state.counters);
     let what = match op {

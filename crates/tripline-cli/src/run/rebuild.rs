@@ -13,6 +13,7 @@ use tripline::breaker::Snapshot;
 use tripline::clock::ManualClock;
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, OwnedPermit, State, Timestamp};
 
+use super::owner::{Here, Liveness};
 use super::state::{Checkpoint, ProbeEvent, StateFile, Verdict};
 use crate::CliError;
 
@@ -46,6 +47,9 @@ pub(crate) fn rebuild(
         .stripes(1);
     if let Checkpoint::Closed { window: Some(w) } = &state.checkpoint {
         builder = builder.restore_window(w.clone());
+    }
+    if let Some(times) = state.times {
+        builder = builder.restore_times(times);
     }
     if let Checkpoint::Open { backoff_round, .. } = &state.checkpoint {
         builder = builder.restore(Snapshot {
@@ -104,38 +108,51 @@ impl Rebuilt {
         }
     }
 
-    /// Leases whose process is gone or whose time ran out are failed
-    /// probes: a probe that never reported back proves nothing good.
+    /// Ends the leases nobody will report back for. A lease whose time
+    /// ran out is a failed probe: a probe that never reported back in time
+    /// proves nothing good. A lease whose process is known dead (see
+    /// `owner`) is abandoned: the probe was killed, which says nothing of
+    /// the dependency, so its slot is freed at once for the next run.
     fn reclaim(&mut self, state: &mut StateFile, now: u64) {
         let own = std::process::id();
-        let dead: Vec<u64> = state
-            .log
-            .iter()
-            .filter_map(|e| match *e {
-                ProbeEvent::Admit {
-                    lease,
-                    pid,
-                    expires_at,
-                    ..
-                } if self.leases.contains_key(&lease)
-                    && (now >= expires_at || (pid != own && !process_alive(pid))) =>
-                {
-                    Some(lease)
-                }
-                _ => None,
-            })
-            .collect();
+        // Read once, and only when a live lease of another process needs it.
+        let mut here: Option<Option<Here>> = None;
+        let mut ended: Vec<(u64, Verdict)> = Vec::new();
+        for event in &state.log {
+            let ProbeEvent::Admit {
+                lease,
+                pid,
+                expires_at,
+                ref owner,
+                ..
+            } = *event
+            else {
+                continue;
+            };
+            if !self.leases.contains_key(&lease) {
+                continue;
+            }
+            if now >= expires_at {
+                ended.push((lease, Verdict::Reclaimed));
+            } else if let Some(owner) = owner
+                && pid != own
+                && owner.liveness(pid, here.get_or_insert_with(Here::read).as_ref())
+                    == Liveness::Dead
+            {
+                ended.push((lease, Verdict::Abandoned));
+            }
+        }
         self.clock.set(Timestamp::from_nanos(now));
-        for lease in dead {
+        for (lease, verdict) in ended {
             state.log.push(ProbeEvent::Finish {
                 lease,
                 at: now,
-                verdict: Verdict::Reclaimed,
+                verdict,
                 elapsed_nanos: 0,
             });
-            state.counters.count(Verdict::Reclaimed);
+            state.counters.count(verdict);
             if let Some(p) = self.leases.remove(&lease) {
-                apply(p, Verdict::Reclaimed, Duration::ZERO);
+                apply(p, verdict, Duration::ZERO);
             }
         }
     }
@@ -147,18 +164,8 @@ pub(crate) fn apply(permit: OwnedPermit, verdict: Verdict, elapsed: Duration) {
         Verdict::Success => permit.record(Outcome::Success, elapsed),
         Verdict::Failure | Verdict::Reclaimed => permit.record(Outcome::Failure, elapsed),
         Verdict::Ignored => permit.record(Outcome::Ignored, elapsed),
-        Verdict::Cancelled => drop(permit),
+        Verdict::Cancelled | Verdict::Abandoned => drop(permit),
     }
-}
-
-/// Whether `pid` still runs on this machine (Linux `/proc`); elsewhere a
-/// lease ends only by expiry.
-fn process_alive(pid: u32) -> bool {
-    let proc_root = std::path::Path::new("/proc/self");
-    if !proc_root.exists() {
-        return true;
-    }
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Writes the breaker's state back as a checkpoint after a decision: a new
@@ -171,6 +178,7 @@ pub(crate) fn settle(
     reason: impl FnOnce() -> String,
 ) {
     let b = &rebuilt.breaker;
+    state.times = Some(b.state_times());
     let next = match b.state() {
         State::Closed | State::Disabled | State::MetricsOnly => {
             let window = b.window_contents();

@@ -6,7 +6,9 @@
 //! epoch.
 
 use serde::{Deserialize, Serialize};
-use tripline::breaker::WindowContents;
+use tripline::breaker::{StateTimes, WindowContents};
+
+use super::owner::Owner;
 
 /// The state file format's version.
 pub(crate) const VERSION: u32 = 1;
@@ -21,6 +23,12 @@ pub(crate) struct StateFile {
     /// breaker.
     pub(crate) epoch: u64,
     pub(crate) checkpoint: Checkpoint,
+    /// When the breaker entered its state, began its warm-up and last
+    /// recovered: what `min_state_duration`, `warm_up` and `cooldown` count
+    /// from. Absent in files written before it existed (the breaker then
+    /// counts from the run that reads it, and saves the times from then on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) times: Option<StateTimes>,
     /// Probe admissions and outcomes since the Open checkpoint, in order.
     pub(crate) log: Vec<ProbeEvent>,
     /// The next probe lease id.
@@ -30,12 +38,22 @@ pub(crate) struct StateFile {
 }
 
 impl StateFile {
+    /// Whether going from `self` to `next` changed a decision other runs
+    /// act on — the breaker's state (every change bumps the epoch) or a
+    /// probe lease (the log) — rather than only the evidence (the window,
+    /// the times, the counters). Only such writes are fsynced (see
+    /// `Store::write`).
+    pub(crate) fn decision_differs(&self, next: &StateFile) -> bool {
+        self.epoch != next.epoch || self.log != next.log || self.next_lease != next.next_lease
+    }
+
     /// A closed breaker with an empty window.
     pub(crate) fn fresh() -> Self {
         StateFile {
             version: VERSION,
             epoch: 0,
             checkpoint: Checkpoint::Closed { window: None },
+            times: None,
             log: Vec::new(),
             next_lease: 1,
             counters: Counters::default(),
@@ -66,12 +84,15 @@ pub(crate) enum Checkpoint {
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum ProbeEvent {
     /// A probe was admitted: a lease held by process `pid` until it reports
-    /// back or `expires_at` passes.
+    /// back, `expires_at` passes, or `owner` shows the process dead (see
+    /// `owner`; absent in older files and where `/proc` cannot say).
     Admit {
         lease: u64,
         at: u64,
         pid: u32,
         expires_at: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<Owner>,
     },
     /// The probe of `lease` finished.
     Finish {
@@ -92,8 +113,12 @@ pub(crate) enum Verdict {
     Ignored,
     /// Interrupted by an operator's signal, or never started: released.
     Cancelled,
-    /// The lease expired or its process vanished: a failed probe.
+    /// The lease expired: a failed probe (one that never reported back in
+    /// time is no evidence of recovery).
     Reclaimed,
+    /// The lease's process died before reporting (killed): its slot is
+    /// released at once, as no evidence either way.
+    Abandoned,
 }
 
 /// Cumulative counts since the state file was created.
@@ -109,6 +134,8 @@ pub(crate) struct Counters {
     /// never applied).
     pub(crate) stale: u64,
     pub(crate) reclaimed: u64,
+    /// Probe leases freed because their process died.
+    pub(crate) abandoned: u64,
     pub(crate) transitions: u64,
 }
 
@@ -120,6 +147,7 @@ impl Counters {
             Verdict::Ignored => &mut self.ignored,
             Verdict::Cancelled => &mut self.cancelled,
             Verdict::Reclaimed => &mut self.reclaimed,
+            Verdict::Abandoned => &mut self.abandoned,
         };
         *c += 1;
     }

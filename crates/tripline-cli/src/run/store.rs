@@ -2,8 +2,9 @@
 //!
 //! The advisory lock (`File::lock`, released by the kernel when its holder
 //! dies, so a `kill -9` never leaves it stuck) is taken only around one
-//! read–decide–write. Writes go to a temp file that is fsynced and renamed
-//! over the state: readers see the old or the new state, never a torn one.
+//! read–decide–write. Writes go to a temp file renamed over the state:
+//! readers see the old or the new state, never a torn one. Only writes that
+//! change a decision are fsynced (see [`Store::write`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -102,8 +103,29 @@ impl Store {
         }
     }
 
-    /// Replaces the state atomically (temp file, fsync, rename, fsync dir).
-    pub(crate) fn write(&self, _lock: &Locked, state: &StateFile) -> Result<(), CliError> {
+    /// Replaces the state atomically: a temp file renamed over the state,
+    /// so a reader sees the old or the new state, never a torn one. When
+    /// `durable` (a decision changed: the breaker's state or a probe
+    /// lease), the temp file is fsynced before the rename and the
+    /// directory after it, so the decision survives a power loss.
+    ///
+    /// The trade-off: a run that only adds evidence (a success or failure
+    /// recorded in a closed window, a rejection counted while open) is not
+    /// fsynced. That is most runs, and on a real disk the two fsyncs cost
+    /// more than the rest of the run. A crash of the process at any point
+    /// still leaves the old or the new file (the kernel has the data); only
+    /// a power loss or kernel crash soon after such a write can lose it.
+    /// Filesystems that order a replacing rename after its data (ext4's
+    /// `auto_da_alloc`, btrfs) then bring back the last fsynced or a later
+    /// state: a few runs of evidence lost, never a decision. On others
+    /// the file may come back empty or torn; the next run reports it and
+    /// starts a fresh breaker, as for any corrupt state file.
+    pub(crate) fn write(
+        &self,
+        _lock: &Locked,
+        state: &StateFile,
+        durable: bool,
+    ) -> Result<(), CliError> {
         let fail = |e: std::io::Error| {
             CliError::other(format!("{}: cannot save state: {e}", self.state.display()))
         };
@@ -111,14 +133,19 @@ impl Store {
             .map_err(|e| CliError::other(format!("cannot encode state: {e}")))?;
         let mut f = File::create(&self.temp).map_err(fail)?;
         f.write_all(&text).map_err(fail)?;
-        f.sync_all().map_err(fail)?;
+        if durable {
+            f.sync_all().map_err(fail)?;
+        }
         drop(f);
         test_stall_point();
-        // The rename is atomic; the directory is not fsynced after it: a
-        // power loss may bring back the previous state (a few runs of
-        // evidence lost, never a torn file), and the second fsync would
-        // double the cost of every run.
-        fs::rename(&self.temp, &self.state).map_err(fail)
+        fs::rename(&self.temp, &self.state).map_err(fail)?;
+        if durable {
+            // The rename itself is durable only once the directory is.
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(fail)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn state_path(&self) -> &Path {

@@ -334,6 +334,26 @@ impl Inner {
         Timestamp::from_nanos(self.entered_at.load(Ordering::Acquire))
     }
 
+    /// When the current state began, the warm-up began and the breaker
+    /// last recovered (see [`StateTimes`](super::StateTimes)).
+    pub(crate) fn raw_times(&self) -> (u64, u64, Option<u64>) {
+        let recovered = self.recovered_at.load(Ordering::Relaxed);
+        (
+            self.entered_at.load(Ordering::Acquire),
+            self.warm_start.load(Ordering::Relaxed),
+            (recovered != NEVER).then_some(recovered),
+        )
+    }
+
+    /// Restores what [`raw_times`](Self::raw_times) read, on a breaker
+    /// being built (no call sees it yet).
+    pub(crate) fn set_raw_times(&self, entered: u64, warm: u64, recovered: Option<u64>) {
+        self.entered_at.store(entered, Ordering::Release);
+        self.warm_start.store(warm, Ordering::Relaxed);
+        self.recovered_at
+            .store(recovered.unwrap_or(NEVER), Ordering::Relaxed);
+    }
+
     pub(crate) fn open_round(&self) -> u64 {
         self.open_round.load(Ordering::Relaxed)
     }
