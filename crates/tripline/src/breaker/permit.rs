@@ -262,17 +262,17 @@ impl DetachedPermit {
         self.ticket.admission == Admission::Probe
     }
 
-    /// Records the outcome on `breaker` (the one that admitted it), in place.
+    /// Records the outcome of a call that took `elapsed_nanos` on
+    /// `breaker` (the one that admitted it), in place.
     #[inline(always)]
     pub(crate) fn record(
         &mut self,
         breaker: &super::CircuitBreaker,
         outcome: Outcome,
-        elapsed: Duration,
+        elapsed_nanos: u64,
     ) {
         if !self.ticket.settled {
-            self.ticket
-                .record(&breaker.inner, outcome, duration_to_nanos(elapsed));
+            self.ticket.record(&breaker.inner, outcome, elapsed_nanos);
         }
     }
 
@@ -310,16 +310,6 @@ impl OwnedPermit {
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
         self.ticket
             .record(&self.inner, outcome, duration_to_nanos(elapsed));
-    }
-
-    /// Records the outcome in place, for futures that keep the permit until
-    /// they are dropped (see [`Permit::record_in_place`]).
-    #[cfg(feature = "tower")]
-    #[inline(always)]
-    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
-        if !self.ticket.settled {
-            self.ticket.record(&self.inner, outcome, elapsed_nanos);
-        }
     }
 
     /// Whether this permit is a half-open probe.

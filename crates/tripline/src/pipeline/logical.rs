@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Inner, PolicyError};
 use crate::breaker::DetachedPermit;
 use crate::classify::Outcome;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::{Clock, Timestamp, duration_to_nanos};
 use crate::retry::{Idempotency, RetryDecision, RetryRefusal};
 use crate::timeout::{Deadline, Timeout};
 
@@ -258,7 +258,9 @@ impl<T, E> Progress<T, E> {
     pub(crate) fn close(&mut self, p: &Inner) {
         if let (Some(permit), Some(breaker)) = (&mut self.permit, &p.breaker) {
             match self.recorded {
-                Some((outcome, elapsed)) => permit.record(breaker, outcome, elapsed),
+                Some((outcome, elapsed)) => {
+                    permit.record(breaker, outcome, duration_to_nanos(elapsed));
+                }
                 None => permit.release(breaker),
             }
         }
