@@ -185,12 +185,16 @@ where
             call: None,
             slot: Slot::Free,
             attempt_deadline: None,
+            acquire: None,
             sleep: None,
         }
     }
 }
 
-/// Where a [`ResponseFuture`] is in its logical call.
+/// Where a [`ResponseFuture`] is in its logical call. Plain data, so that
+/// moving from stage to stage is a store (the queue's and the backoff's
+/// futures sit in their own fields).
+#[derive(Clone, Copy)]
 enum Stage {
     /// `call` came without `poll_ready`: fails on the first poll.
     NotReady,
@@ -198,12 +202,12 @@ enum Stage {
     Start,
     /// Before the next attempt: retry checks, then a bulkhead slot.
     NextAttempt,
-    /// Queued for a bulkhead slot.
-    Acquiring(Acquire),
+    /// Queued for a bulkhead slot (`acquire`).
+    Acquiring,
     /// The attempt runs: `ready` once the service was polled ready for it.
     Attempt { ready: bool },
-    /// Backing off before a retry.
-    Backoff(Sleep),
+    /// Backing off before a retry (`sleep`).
+    Backoff,
     /// The result was returned.
     Done,
 }
@@ -256,6 +260,9 @@ pin_project_lite::pin_project! {
         call: Option<Progress<S::Response, BoxError>>,
         slot: Slot,
         attempt_deadline: Option<Deadline>,
+        // The wait for a bulkhead slot, while queued.
+        acquire: Option<Acquire>,
+        // The attempt's timer once it is pending, or the backoff.
         sleep: Option<Sleep>,
     }
 
@@ -343,7 +350,8 @@ where
                         Some(b) if b.try_take_detached() => *this.slot = Slot::Taken,
                         Some(b) => {
                             let limit = call.deadline.map(|d| d.remaining(&p.clock));
-                            *this.stage = Stage::Acquiring(b.acquire(p.timer.as_ref(), limit));
+                            *this.acquire = Some(b.acquire(p.timer.as_ref(), limit));
+                            *this.stage = Stage::Acquiring;
                             continue;
                         }
                         None => {}
@@ -361,8 +369,12 @@ where
                         ready: call.made == 1,
                     };
                 }
-                Stage::Acquiring(acquire) => {
+                Stage::Acquiring => {
+                    let Some(acquire) = this.acquire.as_mut() else {
+                        return Poll::Pending;
+                    };
                     let got = ready!(Pin::new(acquire).poll(cx));
+                    *this.acquire = None;
                     call.now = p.clock.now();
                     if let Err(e) = p.check_floor(call.deadline, call.now) {
                         drop(got);
@@ -377,8 +389,11 @@ where
                         ready: call.made == 1,
                     };
                 }
-                Stage::Backoff(sleep) => {
-                    ready!(sleep.as_mut().poll(cx));
+                Stage::Backoff => {
+                    if let Some(sleep) = this.sleep.as_mut() {
+                        ready!(sleep.as_mut().poll(cx));
+                    }
+                    *this.sleep = None;
                     call.now = p.clock.now();
                     *this.stage = Stage::NextAttempt;
                 }
@@ -449,7 +464,8 @@ where
                                     manual.advance(wait);
                                 }
                                 (Some(timer), None) => {
-                                    *this.stage = Stage::Backoff(timer.sleep(wait));
+                                    *this.sleep = Some(timer.sleep(wait));
+                                    *this.stage = Stage::Backoff;
                                     continue;
                                 }
                                 (None, None) => p.sleep_sync(wait),
