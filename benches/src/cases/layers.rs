@@ -118,7 +118,7 @@ fn tripline_sync(work: bool) -> Factory {
     shared(full_pipeline(), work, |p| value(p.call(|_| op()())))
 }
 
-/// The same pipeline as a `PipelineLayer` (async: one boxed future a call).
+/// The same pipeline as a `PipelineLayer` (async: a nameable response future).
 fn tripline_pipeline_layer(work: bool) -> Factory {
     let svc = PipelineLayer::new(full_pipeline()).layer(echo());
     shared_rt(svc, work, |s| value(tower_call(s)))

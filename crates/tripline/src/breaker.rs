@@ -55,6 +55,7 @@ pub use contents::{WindowBucket, WindowContents, WindowOutcome};
 pub use event::{Event, EventKind, Reason, Subscription, Thresholds, Transition};
 pub use health::{HealthProbe, HealthProber};
 pub use metrics::{CallCounts, Metrics};
+pub(crate) use permit::DetachedPermit;
 pub use permit::{CallError, OwnedPermit, Permit, Rejected};
 pub use state::State;
 pub use times::StateTimes;
@@ -357,6 +358,15 @@ impl CircuitBreaker {
     pub fn try_acquire_owned(&self) -> Result<OwnedPermit, Rejected> {
         let (admission, generation) = self.inner.try_acquire()?;
         Ok(OwnedPermit::new(self.inner.clone(), admission, generation))
+    }
+
+    /// Admits a call like [`try_acquire`](Self::try_acquire), with a
+    /// permit that the caller settles against this breaker (see
+    /// [`DetachedPermit`](permit::DetachedPermit)).
+    #[inline]
+    pub(crate) fn try_acquire_detached(&self) -> Result<DetachedPermit, Rejected> {
+        let (admission, generation) = self.inner.try_acquire()?;
+        Ok(DetachedPermit::new(admission, generation))
     }
 
     /// Runs `f` through the breaker: `Err` is a failure, `Ok` a success.

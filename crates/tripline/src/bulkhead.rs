@@ -128,6 +128,25 @@ impl Bulkhead {
         }
     }
 
+    /// Takes a slot now without a permit object, for an owner that keeps
+    /// this bulkhead and frees the slot with
+    /// [`release_detached`](Self::release_detached) (the pipeline's tower
+    /// future, which owns its pipeline: no per-call reference count).
+    /// `false`: no slot free at once (the caller may still queue with
+    /// [`acquire`](Self::acquire)); nothing is counted as rejected.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn try_take_detached(&self) -> bool {
+        self.inner.try_take()
+    }
+
+    /// Frees a slot taken by [`try_take_detached`](Self::try_take_detached).
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn release_detached(&self) {
+        self.inner.release();
+    }
+
     /// Takes a slot, waiting in the queue (if configured) at most
     /// `max_wait` and at most `limit`. Without a `timer` it cannot wait and
     /// behaves like [`try_acquire_owned`](Self::try_acquire_owned).

@@ -78,6 +78,8 @@ pub use builder::PipelineBuilder;
 pub use call::{Attempt, Call};
 pub use call_async::AsyncAttempt;
 pub use error::{CircuitOpen, PolicyConfigError, PolicyError};
+#[cfg(feature = "tower")]
+pub(crate) use logical::{Progress, Step};
 pub use order::{OrderWarning, Stage, check_order};
 
 use crate::breaker::CircuitBreaker;

@@ -233,6 +233,58 @@ impl fmt::Debug for Permit<'_> {
     }
 }
 
+/// Permission to make one call, held apart from the breaker: for owners
+/// that keep the breaker themselves (the pipeline's tower future owns its
+/// pipeline, and so its breaker), which spares the per-call reference
+/// count of an [`OwnedPermit`]. It has no `Drop`: the owner settles it
+/// with [`record`](Self::record) or [`release`](Self::release) against
+/// the breaker that admitted it, from its own `Drop` (both are no-ops once
+/// settled).
+#[derive(Debug)]
+pub(crate) struct DetachedPermit {
+    ticket: Ticket,
+}
+
+impl DetachedPermit {
+    #[inline]
+    pub(crate) fn new(admission: Admission, generation: u64) -> Self {
+        DetachedPermit {
+            ticket: Ticket {
+                admission,
+                generation,
+                settled: false,
+            },
+        }
+    }
+
+    /// Whether this permit is a half-open probe.
+    pub(crate) fn is_probe(&self) -> bool {
+        self.ticket.admission == Admission::Probe
+    }
+
+    /// Records the outcome of a call that took `elapsed_nanos` on
+    /// `breaker` (the one that admitted it), in place.
+    #[inline(always)]
+    pub(crate) fn record(
+        &mut self,
+        breaker: &super::CircuitBreaker,
+        outcome: Outcome,
+        elapsed_nanos: u64,
+    ) {
+        if !self.ticket.settled {
+            self.ticket.record(&breaker.inner, outcome, elapsed_nanos);
+        }
+    }
+
+    /// Releases the permit neutrally (no attempt ran, or it was cancelled).
+    #[inline]
+    pub(crate) fn release(&mut self, breaker: &super::CircuitBreaker) {
+        if !self.ticket.settled {
+            self.ticket.release(&breaker.inner);
+        }
+    }
+}
+
 /// Permission to make one call, owning a handle to the breaker: for
 /// futures that must be `'static` (tower services, spawned tasks).
 #[must_use = "record the outcome, or drop the permit to release it neutrally"]
@@ -258,16 +310,6 @@ impl OwnedPermit {
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
         self.ticket
             .record(&self.inner, outcome, duration_to_nanos(elapsed));
-    }
-
-    /// Records the outcome in place, for futures that keep the permit until
-    /// they are dropped (see [`Permit::record_in_place`]).
-    #[cfg(feature = "tower")]
-    #[inline(always)]
-    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
-        if !self.ticket.settled {
-            self.ticket.record(&self.inner, outcome, elapsed_nanos);
-        }
     }
 
     /// Whether this permit is a half-open probe.

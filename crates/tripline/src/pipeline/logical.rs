@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use super::{Inner, PolicyError};
-use crate::breaker::Permit;
+use crate::breaker::DetachedPermit;
 use crate::classify::Outcome;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::{Clock, Timestamp, duration_to_nanos};
 use crate::retry::{Idempotency, RetryDecision, RetryRefusal};
 use crate::timeout::{Deadline, Timeout};
 
@@ -20,17 +20,28 @@ pub(crate) enum Step<T, E> {
     Retry(Duration),
 }
 
-/// One logical call in progress.
+/// One logical call in progress, bound to the pipeline it runs in: the
+/// sync and async loops' view of [`Progress`], which settles the breaker
+/// permit when it drops (an early return, a panic).
 pub(crate) struct Logical<'a, T, E> {
-    pub(crate) p: &'a Inner,
-    pub(crate) deadline: Option<Deadline>,
-    /// Start of the current attempt.
-    pub(crate) now: Timestamp,
-    pub(crate) made: u32,
-    idempotency: Idempotency,
-    wait: Duration,
-    last: Option<Result<T, PolicyError<E>>>,
-    ledger: Ledger<'a>,
+    p: &'a Inner,
+    call: Progress<T, E>,
+}
+
+impl<T, E> std::ops::Deref for Logical<'_, T, E> {
+    type Target = Progress<T, E>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Progress<T, E> {
+        &self.call
+    }
+}
+
+impl<T, E> std::ops::DerefMut for Logical<'_, T, E> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Progress<T, E> {
+        &mut self.call
+    }
 }
 
 // The success path runs begin → next_attempt → attempt_deadline → after
@@ -38,11 +49,85 @@ pub(crate) struct Logical<'a, T, E> {
 // left to LLVM they are outlined and the sync pipeline costs ~35 ns more
 // per call (benches/benches/pipeline.rs).
 impl<'a, T, E> Logical<'a, T, E> {
+    /// See [`Progress::begin`].
+    #[inline(always)]
+    pub(crate) fn begin(
+        p: &'a Inner,
+        explicit: Option<Deadline>,
+        idempotency: Idempotency,
+    ) -> Result<Self, PolicyError<E>> {
+        Ok(Logical {
+            p,
+            call: Progress::begin(p, explicit, idempotency)?,
+        })
+    }
+
+    /// See [`Progress::next_attempt`].
+    #[inline(always)]
+    pub(crate) fn next_attempt(&mut self) -> Result<(), Result<T, PolicyError<E>>> {
+        self.call.next_attempt(self.p)
+    }
+
+    /// See [`Progress::attempt_deadline`].
+    #[inline(always)]
+    pub(crate) fn attempt_deadline(&self) -> Option<Deadline> {
+        self.call.attempt_deadline(self.p)
+    }
+
+    /// See [`Progress::timed_out`].
+    pub(crate) fn timed_out(
+        &self,
+        elapsed: Duration,
+    ) -> (Outcome, RetryDecision, Result<T, PolicyError<E>>) {
+        self.call.timed_out(self.p, elapsed)
+    }
+
+    /// See [`Progress::after`].
+    #[inline(always)]
+    pub(crate) fn after(
+        &mut self,
+        end: Timestamp,
+        outcome: Outcome,
+        decision: RetryDecision,
+        result: Result<T, PolicyError<E>>,
+    ) -> Step<T, E> {
+        self.call.after(self.p, end, outcome, decision, result)
+    }
+}
+
+impl<T, E> Drop for Logical<'_, T, E> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.call.close(self.p);
+    }
+}
+
+/// The state of one logical call, apart from the pipeline: every step
+/// takes the pipeline's [`Inner`], and the owner calls
+/// [`close`](Self::close) when the call ends however it ends. The tower
+/// layer's future keeps this next to the pipeline it owns, so a call costs
+/// no reference count beyond that one handle.
+pub(crate) struct Progress<T, E> {
+    pub(crate) deadline: Option<Deadline>,
+    /// Start of the current attempt.
+    pub(crate) now: Timestamp,
+    pub(crate) made: u32,
+    idempotency: Idempotency,
+    wait: Duration,
+    last: Option<Result<T, PolicyError<E>>>,
+    /// The logical call's breaker permit and the outcome it will record:
+    /// the last attempt's, once, at [`close`](Self::close). No attempt ran:
+    /// released, a neutral verdict.
+    permit: Option<DetachedPermit>,
+    recorded: Option<(Outcome, Duration)>,
+}
+
+impl<T, E> Progress<T, E> {
     /// Checks the deadline floor, takes the call's breaker permit (a
     /// rejection ends the call: no retry, no budget) and deposits in the budget.
     #[inline(always)]
     pub(crate) fn begin(
-        p: &'a Inner,
+        p: &Inner,
         explicit: Option<Deadline>,
         idempotency: Idempotency,
     ) -> Result<Self, PolicyError<E>> {
@@ -52,7 +137,7 @@ impl<'a, T, E> Logical<'a, T, E> {
             .map_err(PolicyError::DeadlineExceeded)?;
         let permit = match &p.breaker {
             Some(b) => Some(
-                b.try_acquire()
+                b.try_acquire_detached()
                     .map_err(|r| PolicyError::CircuitOpen(r.into()))?,
             ),
             None => None,
@@ -60,28 +145,32 @@ impl<'a, T, E> Logical<'a, T, E> {
         if let Some(r) = &p.retry {
             r.deposit();
         }
-        Ok(Logical {
-            p,
+        Ok(Progress {
             deadline,
             now: start,
             made: 0,
             idempotency,
             wait: Duration::ZERO,
             last: None,
-            ledger: Ledger { permit, last: None },
+            permit,
+            recorded: None,
         })
+    }
+
+    fn is_probe(&self) -> bool {
+        self.permit.as_ref().is_some_and(DetachedPermit::is_probe)
     }
 
     /// Before each attempt: for a retry, the breaker short-circuit and the
     /// budget withdrawal. `Err` ends the call with that result.
     #[inline(always)]
-    pub(crate) fn next_attempt(&mut self) -> Result<(), Result<T, PolicyError<E>>> {
+    pub(crate) fn next_attempt(&mut self, p: &Inner) -> Result<(), Result<T, PolicyError<E>>> {
         self.made += 1;
-        let Some(r) = &self.p.retry else {
+        let Some(r) = &p.retry else {
             return Ok(());
         };
         if let Some(prev) = self.last.take() {
-            if let Err(open) = self.p.breaker_admits(self.ledger.is_probe()) {
+            if let Err(open) = p.breaker_admits(self.is_probe()) {
                 r.refuse(RetryRefusal::CircuitOpen);
                 return Err(Err(PolicyError::CircuitOpen(open)));
             }
@@ -95,8 +184,8 @@ impl<'a, T, E> Logical<'a, T, E> {
 
     /// The attempt's deadline: the call's, cut by the per-attempt timeout.
     #[inline(always)]
-    pub(crate) fn attempt_deadline(&self) -> Option<Deadline> {
-        let per_attempt = self.p.timeouts.per_attempt;
+    pub(crate) fn attempt_deadline(&self, p: &Inner) -> Option<Deadline> {
+        let per_attempt = p.timeouts.per_attempt;
         Deadline::earliest(
             self.deadline,
             per_attempt.map(|t| Deadline::at(self.now + t)),
@@ -106,13 +195,14 @@ impl<'a, T, E> Logical<'a, T, E> {
     /// An attempt that overran its timeout (judged after the fact, or cut by a timer).
     pub(crate) fn timed_out(
         &self,
+        p: &Inner,
         elapsed: Duration,
     ) -> (Outcome, RetryDecision, Result<T, PolicyError<E>>) {
-        let decision = match &self.p.retry {
+        let decision = match &p.retry {
             Some(r) if r.config().retry_on_timeout => RetryDecision::Retry,
             _ => RetryDecision::Done,
         };
-        let after = self.p.timeouts.per_attempt.unwrap_or(elapsed);
+        let after = p.timeouts.per_attempt.unwrap_or(elapsed);
         (
             Outcome::Failure,
             decision,
@@ -125,22 +215,18 @@ impl<'a, T, E> Logical<'a, T, E> {
     #[inline(always)]
     pub(crate) fn after(
         &mut self,
+        p: &Inner,
         end: Timestamp,
         outcome: Outcome,
         decision: RetryDecision,
         result: Result<T, PolicyError<E>>,
     ) -> Step<T, E> {
-        self.ledger.last = Some((outcome, end - self.now));
-        let Some(r) = self
-            .p
-            .retry
-            .as_ref()
-            .filter(|_| decision != RetryDecision::Done)
-        else {
+        self.recorded = Some((outcome, end - self.now));
+        let Some(r) = p.retry.as_ref().filter(|_| decision != RetryDecision::Done) else {
             return Step::Finish(result);
         };
         let remaining = self.deadline.map(|d| d.instant() - end);
-        let floor = self.p.timeouts.min_remaining;
+        let floor = p.timeouts.min_remaining;
         match r.plan(
             self.made,
             decision,
@@ -162,7 +248,22 @@ impl<'a, T, E> Logical<'a, T, E> {
     /// Records a final outcome without a retry decision (the deadline cut
     /// the attempt).
     pub(crate) fn settle(&mut self, outcome: Outcome, elapsed: Duration) {
-        self.ledger.last = Some((outcome, elapsed));
+        self.recorded = Some((outcome, elapsed));
+    }
+
+    /// Settles the breaker permit on `p`'s breaker: records the last
+    /// attempt's outcome, or releases it neutrally if no attempt ended.
+    /// Later calls do nothing.
+    #[inline(always)]
+    pub(crate) fn close(&mut self, p: &Inner) {
+        if let (Some(permit), Some(breaker)) = (&mut self.permit, &p.breaker) {
+            match self.recorded {
+                Some((outcome, elapsed)) => {
+                    permit.record(breaker, outcome, duration_to_nanos(elapsed));
+                }
+                None => permit.release(breaker),
+            }
+        }
     }
 }
 
@@ -173,27 +274,4 @@ fn exhausted<T, E>(attempts: u32, result: Result<T, PolicyError<E>>) -> Result<T
         attempts,
         last: Box::new(e),
     })
-}
-
-/// The logical call's breaker permit and the outcome it will record: the
-/// last attempt's, once, when the call ends however it ends (an early
-/// return, a panic). No attempt ran: dropped, a neutral verdict.
-struct Ledger<'a> {
-    permit: Option<Permit<'a>>,
-    last: Option<(Outcome, Duration)>,
-}
-
-impl Ledger<'_> {
-    fn is_probe(&self) -> bool {
-        self.permit.as_ref().is_some_and(Permit::is_probe)
-    }
-}
-
-impl Drop for Ledger<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        if let (Some(permit), Some((outcome, elapsed))) = (self.permit.take(), self.last) {
-            permit.record(outcome, elapsed);
-        }
-    }
 }

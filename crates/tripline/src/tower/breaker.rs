@@ -8,9 +8,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{BoxError, CircuitOpen, IgnoreLocalRejections, NotReady};
-use crate::breaker::{CircuitBreaker, OwnedPermit};
+use crate::breaker::{CircuitBreaker, DetachedPermit, Rejected};
 use crate::classify::Classifier;
-use crate::clock::{Clock, SharedClock, Timestamp};
+use crate::clock::{Clock, Timestamp};
 
 /// Wraps services in `breaker`, classifying results with `C`.
 ///
@@ -80,7 +80,7 @@ impl<S, C: Clone> Layer<S> for CircuitBreakerLayer<C> {
             timed: timed(&self.breaker),
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
-            reserved: None,
+            reserved: Reserved::Nothing,
             allow_harmful_order: self.allow_harmful_order,
         }
     }
@@ -92,11 +92,15 @@ fn timed(breaker: &CircuitBreaker) -> bool {
     breaker.config().slow_call_duration.is_some()
 }
 
-/// The reservation `poll_ready` made for the next `call`.
+/// The reservation `poll_ready` made for the next `call`: a permit held
+/// apart from the breaker (the service keeps the breaker), so reserving
+/// costs no reference count; `call` hands it to the response future with
+/// the one handle that future needs.
 #[derive(Debug)]
 enum Reserved {
-    Permit(OwnedPermit),
-    Rejected(CircuitOpen),
+    Nothing,
+    Permit(DetachedPermit),
+    Rejected(Rejected),
 }
 
 /// A service behind a circuit breaker; see [`CircuitBreakerLayer`].
@@ -106,8 +110,27 @@ pub struct CircuitBreakerService<S, C> {
     timed: bool,
     breaker: CircuitBreaker,
     classifier: C,
-    reserved: Option<Reserved>,
+    reserved: Reserved,
     allow_harmful_order: bool,
+}
+
+impl<S, C> CircuitBreakerService<S, C> {
+    /// Drops the reservation unused: a reserved permit is released with a
+    /// neutral verdict (its half-open probe slot freed).
+    fn unreserve(&mut self) {
+        if let Reserved::Permit(mut permit) =
+            std::mem::replace(&mut self.reserved, Reserved::Nothing)
+        {
+            permit.release(&self.breaker);
+        }
+    }
+}
+
+impl<S, C> Drop for CircuitBreakerService<S, C> {
+    /// A ready service dropped unused releases what it reserved.
+    fn drop(&mut self) {
+        self.unreserve();
+    }
 }
 
 impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
@@ -118,7 +141,7 @@ impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
             timed: self.timed,
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
-            reserved: None,
+            reserved: Reserved::Nothing,
             allow_harmful_order: self.allow_harmful_order,
         }
     }
@@ -134,43 +157,46 @@ where
     type Error = BoxError;
     type Future = ResponseFuture<S::Future, C>;
 
+    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        if self.reserved.is_some() {
+        if !matches!(self.reserved, Reserved::Nothing) {
             return Poll::Ready(Ok(()));
         }
         ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.reserved = Some(match self.breaker.try_acquire_owned() {
+        self.reserved = match self.breaker.try_acquire_detached() {
             Ok(p) => Reserved::Permit(p),
-            Err(r) => Reserved::Rejected(r.into()),
-        });
+            Err(r) => Reserved::Rejected(r),
+        };
         Poll::Ready(Ok(()))
     }
 
+    #[inline]
     fn call(&mut self, req: Req) -> Self::Future {
         if let Some(misordered) =
             super::check_breaker_placement(self.breaker.name(), self.allow_harmful_order)
         {
             // The reservation is released unrecorded: a refused stack is
             // not evidence about the dependency.
-            self.reserved = None;
+            self.unreserve();
             return ResponseFuture::failed(Box::new(misordered), &self.classifier);
         }
-        match self.reserved.take() {
-            Some(Reserved::Permit(permit)) => {
-                let clock = self.timed.then(|| self.breaker.clock().clone());
+        match std::mem::replace(&mut self.reserved, Reserved::Nothing) {
+            Reserved::Permit(permit) => {
+                let start = self.timed.then(|| self.breaker.clock().now());
                 ResponseFuture {
-                    start: clock.as_ref().map_or(Timestamp::ZERO, Clock::now),
                     fut: Some(self.inner.call(req)),
-                    error: None,
-                    permit: Some(permit),
-                    clock,
+                    hold: Hold::Admitted(Admitted {
+                        breaker: self.breaker.clone(),
+                        permit,
+                        start,
+                    }),
                     classifier: self.classifier.clone(),
                 }
             }
-            Some(Reserved::Rejected(open)) => {
-                ResponseFuture::failed(Box::new(open), &self.classifier)
+            Reserved::Rejected(rejected) => {
+                ResponseFuture::failed(Box::new(CircuitOpen::from(rejected)), &self.classifier)
             }
-            None => ResponseFuture::failed(
+            Reserved::Nothing => ResponseFuture::failed(
                 Box::new(NotReady {
                     layer: "circuit_breaker",
                 }),
@@ -180,16 +206,40 @@ where
     }
 }
 
+/// An admitted call's hold on its breaker: the one handle a `'static`
+/// future needs, the permit, and the start of a timed call. Dropped
+/// unsettled (the future was cancelled), it releases the permit neutrally.
+struct Admitted {
+    breaker: CircuitBreaker,
+    permit: DetachedPermit,
+    start: Option<Timestamp>,
+}
+
+impl Drop for Admitted {
+    #[inline]
+    fn drop(&mut self) {
+        self.permit.release(&self.breaker);
+    }
+}
+
+/// What a [`ResponseFuture`] answers with besides its inner future's result.
+enum Hold {
+    /// Admitted: the outcome is recorded when the inner future completes.
+    Admitted(Admitted),
+    /// Refused at `call`: this error is the answer.
+    Failed(BoxError),
+    /// The refusal was returned.
+    Done,
+}
+
 pin_project_lite::pin_project! {
     /// The response of a [`CircuitBreakerService`]: records the outcome
-    /// when it completes; dropped early, it releases the permit neutrally.
+    /// when it completes; dropped early, it releases the permit neutrally
+    /// (after dropping the inner future: fields drop in order).
     pub struct ResponseFuture<F, C> {
         #[pin]
         fut: Option<F>,
-        error: Option<BoxError>,
-        permit: Option<OwnedPermit>,
-        start: Timestamp,
-        clock: Option<SharedClock>,
+        hold: Hold,
         classifier: C,
     }
 }
@@ -198,10 +248,7 @@ impl<F, C: Clone> ResponseFuture<F, C> {
     fn failed(e: BoxError, classifier: &C) -> Self {
         ResponseFuture {
             fut: None,
-            error: Some(e),
-            permit: None,
-            start: Timestamp::ZERO,
-            clock: None,
+            hold: Hold::Failed(e),
             classifier: classifier.clone(),
         }
     }
@@ -215,24 +262,31 @@ where
 {
     type Output = Result<T, BoxError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if let Some(e) = this.error.take() {
-            return Poll::Ready(Err(e));
-        }
         let Some(fut) = this.fut.as_pin_mut() else {
-            return Poll::Ready(Err(Box::new(NotReady {
-                layer: "circuit_breaker",
-            })));
+            return Poll::Ready(Err(match std::mem::replace(this.hold, Hold::Done) {
+                Hold::Failed(e) => e,
+                // Polled again after its answer: say what the caller broke.
+                Hold::Admitted(_) | Hold::Done => Box::new(NotReady {
+                    layer: "circuit_breaker",
+                }),
+            }));
         };
         let result = ready!(fut.poll(cx)).map_err(Into::into);
-        if let Some(permit) = this.permit.as_mut() {
-            let elapsed = this.clock.as_ref().map_or(0, |c| {
-                c.now().as_nanos().saturating_sub(this.start.as_nanos())
+        if let Hold::Admitted(a) = this.hold {
+            let elapsed = a.start.map_or(0, |start| {
+                a.breaker
+                    .clock()
+                    .now()
+                    .as_nanos()
+                    .saturating_sub(start.as_nanos())
             });
-            // Settled in place: the permit stays in the future (dropped with
-            // it) instead of being moved out, which is cheaper per call.
-            permit.record_in_place(this.classifier.classify(&result), elapsed);
+            // Settled in place: the permit stays in the future (its drop
+            // then finds it settled) instead of being moved out.
+            a.permit
+                .record(&a.breaker, this.classifier.classify(&result), elapsed);
         }
         Poll::Ready(result)
     }
