@@ -283,8 +283,20 @@ pub(crate) async fn serve<S: Park>(
     let service = service(inner, peer, conflict, activity.clone());
     if h2 {
         let io = TokioIo::new(Replay::new(first, io, activity));
-        let conn = settings.http2.serve_connection(io, service);
-        serve_until_cut!(conn, &mut stop);
+        // Boxed, like HTTP/1's: the task is as large as its largest
+        // state, and a parked HTTP/1 connection must not pay for HTTP/2's.
+        let mut conn = Box::pin(settings.http2.serve_connection(io, service));
+        // As `serve_until_cut!` does, through the box.
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = reached(&mut stop, DRAINING) => {
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = reached(&mut stop, CUT) => {}
+                }
+            }
+        }
     } else {
         serve_http1(io, first, service, &settings, &activity, &gauge, &mut stop).await;
     }
@@ -350,7 +362,8 @@ async fn serve_http1<S, Svc>(
                 .http1
                 .serve_connection(TokioIo::new(replay), service),
         );
-        let ended = drive(&mut conn, activity, stop).await;
+        // Boxed too: its timers and select are not needed while parked.
+        let ended = Box::pin(drive(&mut conn, activity, stop)).await;
         let since = match ended {
             Ended::Dropped => return,
             Ended::Closed => {
@@ -363,20 +376,18 @@ async fn serve_http1<S, Svc>(
             }
             Ended::Idle(since) => since,
         };
-        let parts = conn.into_parts();
-        service = parts.service;
-        let (guarded, unread) = parts.io.into_inner().into_parts();
+        let http1::Parts {
+            io: replay,
+            read_buf,
+            service: kept,
+            ..
+        } = conn.into_parts();
+        service = kept;
+        let (guarded, unread) = replay.into_inner().into_parts();
         io = guarded;
-        first = match (parts.read_buf.is_empty(), unread.is_empty()) {
-            (true, true) => Bytes::new(),
-            (false, true) => parts.read_buf,
-            (true, false) => unread,
-            (false, false) => {
-                let mut both = BytesMut::from(&parts.read_buf[..]);
-                both.extend_from_slice(&unread);
-                both.freeze()
-            }
-        };
+        // Moved, so that an empty buffer (hyper's read buffer, kilobytes
+        // of capacity) is freed here, not held while parked.
+        first = unparsed(read_buf, unread);
         if !first.is_empty() {
             // The start of a request sent slowly: serve it on at once.
             continue;
@@ -388,10 +399,31 @@ async fn serve_http1<S, Svc>(
     }
 }
 
+/// What a closed hyper connection had read but not parsed (`read_buf`),
+/// then what it had not even read (`unread`); empty buffers are dropped.
+fn unparsed(read_buf: Bytes, unread: Bytes) -> Bytes {
+    match (read_buf.is_empty(), unread.is_empty()) {
+        (true, true) => Bytes::new(),
+        (false, true) => read_buf,
+        (true, false) => unread,
+        (false, false) => {
+            let mut both = BytesMut::with_capacity(read_buf.len() + unread.len());
+            both.extend_from_slice(&read_buf);
+            both.extend_from_slice(&unread);
+            both.freeze()
+        }
+    }
+}
+
 /// Serves `conn` until it ends; closes it for [`Ended::Idle`] once it
 /// has been idle a grace after answering at least one request (hyper
 /// closes at once only between requests: before its first, it would
 /// instead answer the next one with `Connection: close`).
+///
+/// Each time the task is polled the activity counts are compared with
+/// the last seen (three relaxed loads), and the clock is read only when
+/// they moved; the grace timer is re-armed only when it fires early, so
+/// a busy connection costs one timer wake-up per grace, not per request.
 async fn drive<I, Svc>(
     conn: &mut http1::Connection<I, Svc>,
     activity: &Activity,
@@ -403,45 +435,62 @@ where
     Svc::Future: Unpin,
 {
     let mut tick = std::pin::pin!(tokio::time::sleep(PARK_GRACE));
-    let mut last = (activity.sample(), Instant::now());
-    let first_request = last.0.1;
+    let mut cut_rx = stop.clone();
+    let mut cut = std::pin::pin!(reached(&mut cut_rx, CUT));
+    let mut drain = std::pin::pin!(reached(stop, DRAINING));
+    let mut seen = activity.sample();
+    let mut moved = Instant::now();
+    let first_request = seen.1;
     let mut parking: Option<Instant> = None;
     let mut draining = false;
-    let mut cut = stop.clone();
-    loop {
-        tokio::select! {
-            done = poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
-                return match (done, parking) {
-                    (Err(e), _) => {
-                        tracing::debug!(error = %e, "connection ended");
-                        Ended::Dropped
-                    }
-                    (Ok(()), Some(since)) if !draining => Ended::Idle(since),
-                    (Ok(()), _) => Ended::Closed,
-                };
-            }
-            _ = reached(&mut cut, CUT) => return Ended::Dropped,
-            _ = reached(stop, DRAINING), if !draining => {
-                draining = true;
-                Pin::new(&mut *conn).graceful_shutdown();
-            }
-            _ = &mut tick, if parking.is_none() && !draining => {
-                let now = (activity.sample(), Instant::now());
-                let (_, started, finished) = now.0;
-                let idle = now.0 == last.0
-                    && started == finished
-                    && !activity.never_park.load(Ordering::Relaxed)
-                    && started != first_request;
-                if idle {
-                    parking = Some(last.1);
-                    Pin::new(&mut *conn).graceful_shutdown();
-                } else {
-                    last = now;
-                    tick.as_mut().reset(now.1 + PARK_GRACE);
+    poll_fn(|cx| {
+        if cut.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ended::Dropped);
+        }
+        if !draining && drain.as_mut().poll(cx).is_ready() {
+            draining = true;
+            Pin::new(&mut *conn).graceful_shutdown();
+        }
+        if let Poll::Ready(done) = conn.poll_without_shutdown(cx) {
+            return Poll::Ready(match (done, parking) {
+                (Err(e), _) => {
+                    tracing::debug!(error = %e, "connection ended");
+                    Ended::Dropped
                 }
+                (Ok(()), Some(since)) if !draining => Ended::Idle(since),
+                (Ok(()), _) => Ended::Closed,
+            });
+        }
+        if parking.is_some() || draining {
+            return Poll::Pending;
+        }
+        let now = activity.sample();
+        if now != seen {
+            seen = now;
+            moved = Instant::now();
+        }
+        while tick.as_mut().poll(cx).is_ready() {
+            let (_, started, finished) = seen;
+            let idle = started == finished
+                && started != first_request
+                && !activity.never_park.load(Ordering::Relaxed);
+            let due = moved + PARK_GRACE;
+            let now = Instant::now();
+            if !idle {
+                tick.as_mut().reset(now + PARK_GRACE);
+            } else if now >= due {
+                parking = Some(moved);
+                Pin::new(&mut *conn).graceful_shutdown();
+                // hyper closes on its next poll.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            } else {
+                tick.as_mut().reset(due);
             }
         }
-    }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Holds the bare socket until the client sends (`true`: serve it again)
