@@ -2,8 +2,8 @@
 //!
 //! hyper keeps an HTTP/1 connection's read buffer (8 KiB and up), its
 //! write buffer, a cached header map and its header-read timer allocated
-//! between requests: about 17 KiB per idle keep-alive connection, so
-//! 10 000 idle clients cost ~170 MiB. HAProxy and nginx give their buffers
+//! between requests: 17–20 KiB per idle keep-alive connection, so 10 000
+//! idle clients cost ~200 MiB (4.3 KiB each parked: benches/README.md). HAProxy and nginx give their buffers
 //! back while a connection waits; this module does the same on hyper's
 //! public API.
 //!
@@ -13,11 +13,12 @@
 //! park in). HTTP/1 is served by [`hyper::server::conn::http1`] in a loop:
 //!
 //! 1. A hyper connection serves requests (pipelined ones included) while
-//!    a [grace](PARK_GRACE) timer samples the connection's [`Activity`]:
-//!    bytes read from the client, requests started, responses finished
-//!    (a response is finished when hyper drops its body, after the last
-//!    byte). Two samples one grace apart that are equal, with no response
-//!    unfinished, mean the connection has been idle at least a grace.
+//!    the connection's [`Activity`] is watched: bytes read from the
+//!    client, requests started, responses finished (a response is
+//!    finished when hyper drops its body, after the last byte). Each time
+//!    the task is polled the counts are compared with the last seen, and
+//!    the clock read only when they moved; one [grace](PARK_GRACE) after
+//!    the last move, with no response unfinished, the connection is idle.
 //! 2. Then `graceful_shutdown` closes hyper's connection at once (it is
 //!    between messages) without shutting the socket down, and `into_parts`
 //!    returns the socket and any bytes hyper had read but not parsed; every
@@ -39,7 +40,8 @@
 //! by the close itself).
 //!
 //! The request path pays three relaxed atomic adds on counters of its own
-//! connection, and a header lookup; nothing is allocated per request. The
+//! connection, a header lookup and a clock read; nothing is allocated per
+//! request, and the grace timer wakes a busy connection once per grace. The
 //! smuggling guard ([`Guarded`]) sits under the replaying wrapper, so each
 //! byte is scanned once, and keeps its state across parks. Upgrades are
 //! not served (the proxy strips `Upgrade`), as before.
@@ -75,11 +77,11 @@ use crate::rejection::{Reason, Rejection};
 use crate::server::{CUT, DRAINING, reached};
 use crate::smuggling::Guarded;
 
-/// How long an HTTP/1 connection stays idle in hyper before it is parked.
-/// Sampled every grace, so a connection parks between one and two graces
-/// after its last byte: short enough that idle clients hold no buffers,
-/// long enough that a client sending its next request right after the
-/// last answer (the busy case) never pays the park and the new connection.
+/// How long an HTTP/1 connection stays idle in hyper before it is parked:
+/// short enough that idle clients hold no buffers for long (while 10 000
+/// clients connect, those of the last grace are still unparked), long
+/// enough that a client sending its next request soon after the last
+/// answer (the busy case) never pays the park and the new connection.
 pub(crate) const PARK_GRACE: Duration = Duration::from_millis(250);
 
 /// The HTTP/2 connection preface; anything else is HTTP/1.
