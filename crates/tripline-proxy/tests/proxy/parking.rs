@@ -328,3 +328,28 @@ async fn an_idle_tls_connection_is_parked_and_served_again() {
     assert_eq!(metric(admin, PARKED).await, Some(1.0));
     assert!(running.shutdown().await.complete);
 }
+
+#[tokio::test(start_paused = true)]
+async fn http2_connections_are_served_and_never_parked() {
+    let _pace = pace();
+    let upstream = echo_path().await;
+    let (_proxy, running, addr, _clock) = start_proxy(&text(upstream.addr, "", "")).await;
+    let admin = running.admin_addr().unwrap();
+    let h2: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build_http();
+    for path in ["/one", "/two"] {
+        let req = http::Request::get(format!("http://{addr}{path}"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = timeout(BOUND, h2.request(req)).await.unwrap().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        sleep(IDLE).await;
+        // Streams multiplex: there is no "between requests" to park in.
+        assert_eq!(metric(admin, PARKED).await, Some(0.0));
+    }
+    assert_eq!(upstream.hits(), 2);
+    drop(h2);
+    assert!(running.shutdown().await.complete);
+}
