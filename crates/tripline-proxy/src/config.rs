@@ -125,8 +125,10 @@ pub struct ProxySection {
     /// How long an HTTP/1 keep-alive connection may stay idle between
     /// requests before the proxy closes it: an idle connection costs a
     /// descriptor and a parked socket, and a client that went away
-    /// without closing must not hold them for ever. A listener's own
-    /// `keep_alive_timeout` overrides it.
+    /// without closing must not hold them for ever. Counted from the end
+    /// of the last answer (an idle connection is parked meanwhile, see
+    /// the README); HTTP/2 connections are not parked and keep hyper's own
+    /// handling. A listener's own `keep_alive_timeout` overrides it.
     #[serde(with = "tripline::clock::duration_serde")]
     pub keep_alive_timeout: Duration,
     /// How long connecting to an endpoint may take; a connect that takes
