@@ -198,6 +198,7 @@ fi
 cat >"$WORK/tripline.toml" <<EOF
 [proxy]
 header_read_timeout = "300s"
+keep_alive_timeout = "300s"
 pool_max_idle_per_endpoint = 256
 
 [[listeners]]

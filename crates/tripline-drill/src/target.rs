@@ -73,10 +73,7 @@ impl Live {
                     message: e.to_string(),
                 })?;
                 // Loopback, free ports: a drill in CI never collides.
-                config.listeners = vec![ListenerSection {
-                    address: "127.0.0.1:0".to_owned(),
-                    tls: None,
-                }];
+                config.listeners = vec![ListenerSection::new("127.0.0.1:0")];
                 // On loopback, so no token: the drill itself is the only
                 // client of the admin API it starts.
                 config.admin = Some(AdminSection {

@@ -118,9 +118,19 @@ pub struct ProxySection {
     #[serde(with = "tripline::clock::duration_serde")]
     pub drain_timeout: Duration,
     /// How long a client may take to send a request's headers: a slow
-    /// client (slowloris) cannot hold a connection open for ever.
+    /// client (slowloris) cannot hold a connection open for ever. A
+    /// listener's own `header_read_timeout` overrides it.
     #[serde(with = "tripline::clock::duration_serde")]
     pub header_read_timeout: Duration,
+    /// How long an HTTP/1 keep-alive connection may stay idle between
+    /// requests before the proxy closes it: an idle connection costs a
+    /// descriptor and a parked socket, and a client that went away
+    /// without closing must not hold them for ever. Counted from the end
+    /// of the last answer (an idle connection is parked meanwhile, see
+    /// the README); HTTP/2 connections are not parked and keep hyper's own
+    /// handling. A listener's own `keep_alive_timeout` overrides it.
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub keep_alive_timeout: Duration,
     /// How long connecting to an endpoint may take; a connect that takes
     /// longer is a connect failure (it never sent the request).
     #[serde(with = "tripline::clock::duration_serde")]
@@ -136,12 +146,13 @@ pub struct ProxySection {
 }
 
 impl Default for ProxySection {
-    /// 10 s drain, 10 s header read timeout, 1 s connect timeout, 90 s
-    /// pooled idle connections, 64 per endpoint.
+    /// 10 s drain, 10 s header read timeout, 60 s keep-alive timeout,
+    /// 1 s connect timeout, 90 s pooled idle connections, 64 per endpoint.
     fn default() -> Self {
         ProxySection {
             drain_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(1),
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_endpoint: 64,
@@ -160,6 +171,46 @@ pub struct ListenerSection {
     /// (HTTP/1.1, and h2c with prior knowledge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ListenerTls>,
+    /// This listener's `header_read_timeout` (absent: `[proxy]`'s): an
+    /// internal listener may allow slower clients than a public one.
+    #[serde(
+        default,
+        with = "tripline::clock::duration_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub header_read_timeout: Option<Duration>,
+    /// This listener's `keep_alive_timeout` (absent: `[proxy]`'s): a
+    /// listener behind a load balancer that reuses its connections keeps
+    /// them longer than one facing browsers.
+    #[serde(
+        default,
+        with = "tripline::clock::duration_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub keep_alive_timeout: Option<Duration>,
+}
+
+impl ListenerSection {
+    /// A cleartext listener on `address` with `[proxy]`'s timeouts.
+    pub fn new(address: impl Into<String>) -> ListenerSection {
+        ListenerSection {
+            address: address.into(),
+            tls: None,
+            header_read_timeout: None,
+            keep_alive_timeout: None,
+        }
+    }
+
+    /// The header read timeout this listener runs: its own, else `proxy`'s.
+    pub fn header_read_timeout(&self, proxy: &ProxySection) -> Duration {
+        self.header_read_timeout
+            .unwrap_or(proxy.header_read_timeout)
+    }
+
+    /// The keep-alive timeout this listener runs: its own, else `proxy`'s.
+    pub fn keep_alive_timeout(&self, proxy: &ProxySection) -> Duration {
+        self.keep_alive_timeout.unwrap_or(proxy.keep_alive_timeout)
+    }
 }
 
 impl ProxyConfig {

@@ -21,6 +21,13 @@
 //! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::fault) shaped |
 //! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
 //!
+//! And one gauge, moved only when a connection parks or wakes (never per
+//! request):
+//!
+//! | metric | labels | meaning |
+//! |---|---|---|
+//! | `tripline_proxy_parked_connections` | | idle HTTP/1 keep-alive connections parked on their bare socket (hyper's buffers freed) until the client sends again or `keep_alive_timeout` passes |
+//!
 //! A route's keyed breakers (`breaker_key`) are exported as their
 //! registry's aggregate — breakers by state, creations, evictions,
 //! overflows — never one series per key: the key is whatever clients send.
@@ -34,6 +41,7 @@ use std::sync::Arc;
 use http::Response;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tripline_prometheus::http::MetricsHandler;
 use tripline_prometheus::{Detail, Exporter};
@@ -59,6 +67,9 @@ pub(crate) struct ProxyMetrics {
     fallbacks: Family<Labels, Counter>,
     /// For requests no route took.
     unrouted: RouteCounters,
+    /// Idle connections parked on their bare socket, across every
+    /// listener and runtime.
+    pub(crate) parked: Gauge,
 }
 
 /// Counters of one route, created up front so the request path only adds.
@@ -122,6 +133,12 @@ impl ProxyMetrics {
             "Fallback answers sent instead of a refusal or failure, by route and cause replaced",
             fallbacks.clone(),
         );
+        let parked = Gauge::default();
+        registry.register(
+            format!("{prefix}_proxy_parked_connections"),
+            "Idle HTTP/1 keep-alive connections parked on their bare socket (no HTTP buffers held)",
+            parked.clone(),
+        );
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
@@ -130,6 +147,7 @@ impl ProxyMetrics {
             refusals,
             fallbacks,
             unrouted,
+            parked,
         })
     }
 

@@ -2,11 +2,16 @@
 //!
 //! Each accepted connection is served on its own task by hyper: HTTP/1.1,
 //! or HTTP/2 when the client opens with the HTTP/2 preface (h2c with prior
-//! knowledge, or HTTP/2 picked by ALPN on a TLS listener), with `TCP_NODELAY` set and a bound on how long the client may
-//! take to send a request's headers. On shutdown the listeners stop
-//! accepting, every connection is asked to finish its request in flight
-//! and then close (keep-alive ends), and the proxy waits for them — up to
-//! the drain timeout, after which the remaining connections are dropped.
+//! knowledge, or HTTP/2 picked by ALPN on a TLS listener), with
+//! `TCP_NODELAY` set and a bound on how long the client may take to send a
+//! request's headers (the listener's `header_read_timeout`). An idle
+//! HTTP/1 keep-alive connection is parked on its bare socket, holding no
+//! HTTP buffers, until the client sends again or the listener's
+//! `keep_alive_timeout` passes (see [`connection`]). On shutdown the
+//! listeners stop accepting, parked connections close at once, every other
+//! connection is asked to finish its request in flight and then close
+//! (keep-alive ends), and the proxy waits for them — up to the drain
+//! timeout, after which the remaining connections are dropped.
 
 /// Serves a hyper connection to its end; once the drain starts it is asked
 /// to finish gracefully, and at the cut it is dropped, which closes it and
@@ -38,20 +43,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use crate::forward::handle;
 use crate::proxy::{Inner, Proxy};
-use crate::rejection::{Reason, Rejection};
 use crate::runtime::Binding;
-use crate::smuggling::Guarded;
+
+mod connection;
+
+use connection::Settings;
 
 /// A proxy serving its listeners; dropping it does not stop it, call
 /// [`shutdown`](Running::shutdown).
@@ -110,9 +112,11 @@ impl Proxy {
             addrs.push(listener.local_addr()?);
             let inner = self.inner.clone();
             let tls = self.inner.acceptors.get(i).cloned().flatten();
+            let settings = Arc::new(Settings::new(l, &self.inner.config.proxy));
             accept.spawn(accept_loop(
                 listener,
                 inner,
+                settings,
                 tls,
                 stop_rx.clone(),
                 alive.clone(),
@@ -219,21 +223,26 @@ pub(crate) async fn shutdown_signal() {
 async fn accept_loop(
     listener: TcpListener,
     inner: Arc<Inner>,
+    settings: Arc<Settings>,
     tls: Option<TlsAcceptor>,
     stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
 ) {
     accept_until_drain(listener, stop, "accept failed", |stream, peer, stop| {
         let _ = stream.set_nodelay(true);
-        let (inner, alive) = (inner.clone(), alive.clone());
+        let (inner, settings, alive) = (inner.clone(), settings.clone(), alive.clone());
         match &tls {
-            None => drop(tokio::spawn(serve(stream, peer, inner, stop, alive))),
+            None => drop(tokio::spawn(async move {
+                let _alive = alive;
+                connection::serve(stream, peer, inner, settings, stop).await;
+            })),
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let limit = inner.config.proxy.header_read_timeout;
+                    let _alive = alive;
+                    let limit = settings.header_read_timeout;
                     if let Some(stream) = crate::tls::handshake(&acceptor, stream, limit).await {
-                        serve(stream, peer, inner, stop, alive).await;
+                        connection::serve(stream, peer, inner, settings, stop).await;
                     }
                 });
             }
@@ -265,45 +274,6 @@ pub(crate) async fn accept_until_drain(
             },
         }
     }
-}
-
-/// Serves one connection, cleartext or (after the handshake) TLS.
-async fn serve<S>(
-    stream: S,
-    peer: SocketAddr,
-    inner: Arc<Inner>,
-    mut stop: watch::Receiver<u8>,
-    _alive: mpsc::Sender<()>,
-) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let header_read_timeout = inner.config.proxy.header_read_timeout;
-    let (stream, conflict) = Guarded::new(stream);
-    let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-        let inner = inner.clone();
-        let smuggled = conflict.load(std::sync::atomic::Ordering::Acquire)
-            && req.headers().contains_key(http::header::TRANSFER_ENCODING);
-        // Boxed: hyper keeps a slot the size of this future in every
-        // connection, idle ones included; a pointer keeps idle keep-alive
-        // connections small (see benches/README.md, HTTP proxy) for one
-        // allocation per request.
-        Box::pin(async move {
-            if smuggled {
-                let response = Rejection::new(Reason::ProtocolError, None).response();
-                inner.metrics.observe(None, &response);
-                return Ok::<_, std::convert::Infallible>(response);
-            }
-            Ok(handle(&inner, req, peer).await)
-        })
-    });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
-    serve_until_cut!(conn, &mut stop);
 }
 
 /// Waits until the shutdown has reached `level` (or the sender is gone).

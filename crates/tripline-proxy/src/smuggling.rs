@@ -52,6 +52,13 @@ impl<S> Guarded<S> {
     }
 }
 
+impl<S> Guarded<S> {
+    /// The connection itself (to wait on it without reading).
+    pub(crate) fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
 #[derive(Debug, Default)]
 struct Head {
     line: Vec<u8>,

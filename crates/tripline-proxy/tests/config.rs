@@ -189,3 +189,83 @@ fn two_route_breakers_of_one_name_are_refused() {
     let distinct = twice.replace("{ name = \"api\" }", "{}");
     assert!(ProxyConfig::from_toml(&distinct).is_ok());
 }
+
+#[test]
+fn connection_timeouts_default_in_proxy_and_are_overridden_per_listener() {
+    let text = BASE.replace(
+        "address = \"127.0.0.1:0\"",
+        "address = \"127.0.0.1:0\"\nkeep_alive_timeout = \"5s\"\n\n[[listeners]]\naddress = \"127.0.0.1:1\"",
+    );
+    let text = format!("[proxy]\nheader_read_timeout = \"3s\"\n{text}");
+    let config = ProxyConfig::from_toml(&text).unwrap();
+    let (own, inherits) = (&config.listeners[0], &config.listeners[1]);
+    assert_eq!(
+        own.keep_alive_timeout(&config.proxy),
+        Duration::from_secs(5)
+    );
+    assert_eq!(
+        inherits.keep_alive_timeout(&config.proxy),
+        Duration::from_secs(60),
+        "the default"
+    );
+    assert_eq!(
+        own.header_read_timeout(&config.proxy),
+        Duration::from_secs(3)
+    );
+}
+
+#[test]
+fn zero_or_unreadable_connection_timeouts_name_their_field() {
+    let in_proxy = |line: &str| format!("[proxy]\n{line}\n{BASE}");
+    let in_listener = |line: &str| {
+        BASE.replace(
+            "address = \"127.0.0.1:0\"",
+            &format!("address = \"127.0.0.1:0\"\n{line}"),
+        )
+    };
+    let cases = [
+        (
+            in_proxy("keep_alive_timeout = \"0s\""),
+            "proxy.keep_alive_timeout",
+            "more than zero",
+        ),
+        (
+            in_proxy("header_read_timeout = \"0ms\""),
+            "proxy.header_read_timeout",
+            "more than zero",
+        ),
+        (
+            in_proxy("keep_alive_timeout = \"soon\""),
+            "proxy.keep_alive_timeout",
+            "is not a duration",
+        ),
+        (
+            in_listener("keep_alive_timeout = \"0s\""),
+            "listeners[0].keep_alive_timeout",
+            "more than zero",
+        ),
+        (
+            in_listener("header_read_timeout = \"0s\""),
+            "listeners[0].header_read_timeout",
+            "more than zero",
+        ),
+        (
+            in_listener("header_read_timeout = \"-1s\""),
+            "listeners[0].header_read_timeout",
+            "cannot be negative",
+        ),
+        (
+            in_listener("keep_alive_timeout = 5"),
+            "listeners[0].keep_alive_timeout",
+            "invalid type",
+        ),
+    ];
+    for (text, field, says) in cases {
+        let e = ProxyConfig::from_toml(&text).unwrap_err();
+        assert_eq!(e.field, field, "{text}");
+        let shown = e.to_string();
+        assert!(shown.contains(&format!("{field}: ")), "{shown}");
+        assert!(shown.contains(says), "{shown}");
+        assert!(e.line.is_some(), "{shown}");
+    }
+}

@@ -40,17 +40,30 @@ impl ProxyConfig {
         }
         self.access_log.validate()?;
         let p = &self.proxy;
-        if p.drain_timeout.is_zero()
-            || p.header_read_timeout.is_zero()
-            || p.connect_timeout.is_zero()
-        {
-            let field = if p.drain_timeout.is_zero() {
-                "proxy.drain_timeout"
-            } else if p.header_read_timeout.is_zero() {
-                "proxy.header_read_timeout"
-            } else {
-                "proxy.connect_timeout"
-            };
+        let timeouts = [
+            ("proxy.drain_timeout", Some(p.drain_timeout)),
+            ("proxy.header_read_timeout", Some(p.header_read_timeout)),
+            ("proxy.keep_alive_timeout", Some(p.keep_alive_timeout)),
+            ("proxy.connect_timeout", Some(p.connect_timeout)),
+        ];
+        let listeners = self.listeners.iter().enumerate().flat_map(|(i, l)| {
+            [
+                (
+                    format!("listeners[{i}].header_read_timeout"),
+                    l.header_read_timeout,
+                ),
+                (
+                    format!("listeners[{i}].keep_alive_timeout"),
+                    l.keep_alive_timeout,
+                ),
+            ]
+        });
+        let zero = timeouts
+            .into_iter()
+            .map(|(field, d)| (field.to_owned(), d))
+            .chain(listeners)
+            .find(|(_, d)| d.is_some_and(|d| d.is_zero()));
+        if let Some((field, _)) = zero {
             return Err(ConfigError::invalid(field, "must be more than zero"));
         }
         for (name, cluster) in &self.clusters {

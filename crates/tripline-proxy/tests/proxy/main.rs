@@ -22,6 +22,7 @@ mod hedging;
 mod keyed_breakers;
 mod metrics;
 mod outlier;
+mod parking;
 mod per_core;
 mod protect_config;
 mod rate_limits;

@@ -74,7 +74,7 @@ impl Pki {
     }
 
     /// A client trusting this CA, offering only `alpn`.
-    fn client(
+    pub fn client(
         &self,
         alpn: &[u8],
     ) -> Client<
@@ -140,7 +140,7 @@ pub fn tls_upstream_on(pki: &Pki, alpn: &[&[u8]], listener: TcpListener) -> Sock
     addr
 }
 
-async fn get_over_tls(
+pub async fn get_over_tls(
     client: &Client<
         hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
         Full<Bytes>,

@@ -1,0 +1,599 @@
+//! Serving one downstream connection, and parking it while it is idle.
+//!
+//! hyper keeps an HTTP/1 connection's read buffer (8 KiB and up), its
+//! write buffer, a cached header map and its header-read timer allocated
+//! between requests: 17–20 KiB per idle keep-alive connection, so 10 000
+//! idle clients cost ~200 MiB (4.3 KiB each parked: benches/README.md). HAProxy and nginx give their buffers
+//! back while a connection waits; this module does the same on hyper's
+//! public API.
+//!
+//! The connection's first bytes say its protocol (the HTTP/2 preface, or
+//! anything else: HTTP/1). HTTP/2 is served by hyper to its end, unparked
+//! (its frames multiplex streams, so there is no "between requests" to
+//! park in). HTTP/1 is served by [`hyper::server::conn::http1`] in a loop:
+//!
+//! 1. A hyper connection serves requests (pipelined ones included) while
+//!    the connection's [`Activity`] is watched: bytes read from the
+//!    client, requests started, responses finished (a response is
+//!    finished when hyper drops its body, after the last byte). Each time
+//!    the task is polled the counts are compared with the last seen, and
+//!    the clock read only when they moved; one [grace](PARK_GRACE) after
+//!    the last move, with no response unfinished, the connection is idle.
+//! 2. Then `graceful_shutdown` closes hyper's connection at once (it is
+//!    between messages) without shutting the socket down, and `into_parts`
+//!    returns the socket and any bytes hyper had read but not parsed; every
+//!    hyper buffer is freed with the connection.
+//! 3. Parked, the task holds the socket, the smuggling guard's state and
+//!    the service, and waits for the client's next byte (peeked, not read),
+//!    the keep-alive timeout counted from the start of the idleness, or the
+//!    drain — whichever comes first. A byte starts a new hyper connection
+//!    on the same socket; the timeout or the drain closes it.
+//!
+//! Only a connection that has answered a request is parked (hyper closes
+//! at once only between requests). Bytes hyper had read but not parsed —
+//! the start of a request sent slowly — are replayed to a new hyper
+//! connection at once, unparked: hyper's header read timeout ran from the
+//! start of the idleness and runs again from the new connection, so a
+//! slow head gets at most twice `header_read_timeout`. A request that
+//! says `Connection: close`, or is HTTP/1.0, marks the connection as
+//! never parked: hyper closes it after the answer (possibly one delimited
+//! by the close itself).
+//!
+//! The request path pays three relaxed atomic adds on counters of its own
+//! connection, a header lookup and a clock read; nothing is allocated per
+//! request, and the grace timer wakes a busy connection once per grace. The
+//! smuggling guard ([`Guarded`]) sits under the replaying wrapper, so each
+//! byte is scanned once, and keeps its state across parks. Upgrades are
+//! not served (the proxy strips `Upgrade`), as before.
+
+use std::convert::Infallible;
+use std::future::{Future, poll_fn};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
+use hyper::service::Service;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::body::{BoxError, ProxyBody};
+use crate::config::{ListenerSection, ProxySection};
+use crate::forward::handle;
+use crate::proxy::Inner;
+use crate::rejection::{Reason, Rejection};
+use crate::server::{CUT, DRAINING, reached};
+use crate::smuggling::Guarded;
+
+/// How long an HTTP/1 connection stays idle in hyper before it is parked:
+/// short enough that idle clients hold no buffers for long (while 10 000
+/// clients connect, those of the last grace are still unparked), long
+/// enough that a client sending its next request soon after the last
+/// answer (the busy case) never pays the park and the new connection.
+pub(crate) const PARK_GRACE: Duration = Duration::from_millis(250);
+
+/// The HTTP/2 connection preface; anything else is HTTP/1.
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How one listener's connections are served, built once per listener.
+pub(crate) struct Settings {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+    /// The listener's header read timeout (also bounds the TLS handshake
+    /// and the protocol sniff).
+    pub(crate) header_read_timeout: Duration,
+    /// How long an idle HTTP/1 connection is kept.
+    keep_alive_timeout: Duration,
+}
+
+impl Settings {
+    /// The settings of `listener`, its timeouts defaulting to `proxy`'s.
+    pub(crate) fn new(listener: &ListenerSection, proxy: &ProxySection) -> Settings {
+        let header_read_timeout = listener.header_read_timeout(proxy);
+        let mut http1 = http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_read_timeout);
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2.timer(TokioTimer::new());
+        Settings {
+            http1,
+            http2,
+            header_read_timeout,
+            keep_alive_timeout: listener.keep_alive_timeout(proxy),
+        }
+    }
+}
+
+/// A socket whose next byte can be waited for without reading it: what a
+/// parked connection waits on.
+pub(crate) trait Park: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Resolves `true` once the client has sent a byte (left unread), and
+    /// `false` when it has closed its side or the socket failed.
+    fn client_sent(&self) -> impl Future<Output = bool> + Send + '_;
+}
+
+impl Park for TcpStream {
+    async fn client_sent(&self) -> bool {
+        peeked(self).await
+    }
+}
+
+/// TLS: hyper went idle only once rustls had no plaintext left and the
+/// socket had nothing more to read, so the next TLS record the client
+/// sends is exactly what wakes it (rustls keeps any partial record).
+impl Park for tokio_rustls::server::TlsStream<TcpStream> {
+    async fn client_sent(&self) -> bool {
+        peeked(self.get_ref().0).await
+    }
+}
+
+async fn peeked(socket: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(socket.peek(&mut byte).await, Ok(n) if n > 0)
+}
+
+/// What a connection has done, sampled to tell when it went idle: counts
+/// only, bumped with relaxed adds by the connection's own requests.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// Reads that returned bytes.
+    reads: AtomicUsize,
+    /// Requests handed to the service.
+    started: AtomicUsize,
+    /// Responses finished (their body dropped) or abandoned.
+    finished: AtomicUsize,
+    /// Set by a request after which hyper closes the connection itself.
+    never_park: AtomicBool,
+}
+
+impl Activity {
+    fn sample(&self) -> (usize, usize, usize) {
+        let finished = self.finished.load(Ordering::Relaxed);
+        (
+            self.reads.load(Ordering::Relaxed),
+            self.started.load(Ordering::Relaxed),
+            finished,
+        )
+    }
+}
+
+/// Counts a response as finished when dropped: kept in the service's
+/// future, then in the response body, so that a dropped future counts too.
+struct Finished(Arc<Activity>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.finished.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that says when it is done (dropped by hyper after its
+/// last frame, or on a broken connection).
+pub(crate) struct Answer {
+    body: ProxyBody,
+    _finished: Finished,
+}
+
+impl Body for Answer {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The future answering one request (boxed, see [`service`]).
+type Answering = Pin<Box<dyn Future<Output = Result<Response<Answer>, Infallible>> + Send>>;
+
+/// The service of one connection: every request goes to [`handle`],
+/// except a head the smuggling guard flagged, refused with 400.
+fn service(
+    inner: Arc<Inner>,
+    peer: SocketAddr,
+    conflict: Arc<AtomicBool>,
+    activity: Arc<Activity>,
+) -> impl Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible, Future = Answering>
++ Send
++ Unpin
++ 'static {
+    hyper::service::service_fn(move |req: Request<Incoming>| {
+        let inner = inner.clone();
+        activity.started.fetch_add(1, Ordering::Relaxed);
+        let finished = Finished(activity.clone());
+        let smuggled = conflict.load(Ordering::Acquire)
+            && req.headers().contains_key(http::header::TRANSFER_ENCODING);
+        if smuggled || closes(&req) {
+            activity.never_park.store(true, Ordering::Relaxed);
+        }
+        // Boxed: hyper keeps a slot the size of this future in every
+        // connection; a pointer keeps serving connections small (see
+        // benches/README.md, HTTP proxy) for one allocation per request.
+        Box::pin(async move {
+            let response = if smuggled {
+                let response = Rejection::new(Reason::ProtocolError, None).response();
+                inner.metrics.observe(None, &response);
+                response
+            } else {
+                handle(&inner, req, peer).await
+            };
+            Ok(response.map(|body| Answer {
+                body,
+                _finished: finished,
+            }))
+        }) as Answering
+    })
+}
+
+/// Whether hyper will close the connection after answering `req`.
+fn closes(req: &Request<Incoming>) -> bool {
+    req.version() != http::Version::HTTP_11 && req.version() != http::Version::HTTP_2
+        || req
+            .headers()
+            .get(http::header::CONNECTION)
+            .is_some_and(|v| {
+                v.as_bytes()
+                    .split(|b| *b == b',')
+                    .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+            })
+}
+
+/// Serves one accepted connection (after the TLS handshake, if any) to
+/// its end: sniffs the protocol, then serves HTTP/2 as hyper does, or
+/// HTTP/1 with parking.
+pub(crate) async fn serve<S: Park>(
+    stream: S,
+    peer: SocketAddr,
+    inner: Arc<Inner>,
+    settings: Arc<Settings>,
+    mut stop: watch::Receiver<u8>,
+) {
+    let (mut io, conflict) = Guarded::new(stream);
+    let sniffed = tokio::select! {
+        sniffed = tokio::time::timeout(settings.header_read_timeout, sniff(&mut io)) => sniffed,
+        _ = reached(&mut stop, DRAINING) => return,
+    };
+    let Ok(Ok(Some((h2, first)))) = sniffed else {
+        return;
+    };
+    let activity = Arc::new(Activity::default());
+    let gauge = inner.metrics.parked.clone();
+    let service = service(inner, peer, conflict, activity.clone());
+    if h2 {
+        let io = TokioIo::new(Replay::new(first, io, activity));
+        // Boxed, like HTTP/1's: the task is as large as its largest
+        // state, and a parked HTTP/1 connection must not pay for HTTP/2's.
+        let mut conn = Box::pin(settings.http2.serve_connection(io, service));
+        // As `serve_until_cut!` does, through the box.
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = reached(&mut stop, DRAINING) => {
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = reached(&mut stop, CUT) => {}
+                }
+            }
+        }
+    } else {
+        serve_http1(io, first, service, &settings, &activity, &gauge, &mut stop).await;
+    }
+}
+
+/// Reads until the bytes part from the HTTP/2 preface (HTTP/1) or match
+/// all of it (HTTP/2); `None` when the client closes first. The bytes
+/// read are returned, to be replayed.
+async fn sniff<S: AsyncRead + Unpin>(io: &mut S) -> io::Result<Option<(bool, Bytes)>> {
+    let mut buf = [0u8; PREFACE.len()];
+    let mut n = 0;
+    loop {
+        let read = io.read(&mut buf[n..]).await?;
+        if read == 0 {
+            return Ok(None);
+        }
+        n += read;
+        if buf[..n] != PREFACE[..n] {
+            return Ok(Some((false, Bytes::copy_from_slice(&buf[..n]))));
+        }
+        if n == PREFACE.len() {
+            return Ok(Some((true, Bytes::copy_from_slice(&buf))));
+        }
+    }
+}
+
+/// How a hyper HTTP/1 connection ended.
+enum Ended {
+    /// Idle since the instant given, and closed by the park: park it.
+    Idle(Instant),
+    /// Closed by hyper after its last answer, or by the drain: shut the
+    /// socket down.
+    Closed,
+    /// Failed (a malformed request, a timeout, a reset), or cut at the
+    /// end of the drain: drop it.
+    Dropped,
+}
+
+/// The HTTP/1 loop: a hyper connection until idle, parked, woken by the
+/// client's next byte, a new hyper connection, and so on.
+async fn serve_http1<S, Svc>(
+    mut io: Guarded<S>,
+    mut first: Bytes,
+    mut service: Svc,
+    settings: &Settings,
+    activity: &Arc<Activity>,
+    gauge: &Gauge,
+    stop: &mut watch::Receiver<u8>,
+) where
+    S: Park,
+    Svc: Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible>
+        + Unpin
+        + Send
+        + 'static,
+    Svc::Future: Unpin + Send + 'static,
+{
+    loop {
+        let replay = Replay::new(first, io, activity.clone());
+        // Boxed: the parked task keeps a pointer's room for it, not the
+        // whole connection state.
+        let mut conn = Box::new(
+            settings
+                .http1
+                .serve_connection(TokioIo::new(replay), service),
+        );
+        // Boxed too: its timers and select are not needed while parked.
+        let ended = Box::pin(drive(&mut conn, activity, stop)).await;
+        let since = match ended {
+            Ended::Dropped => return,
+            Ended::Closed => {
+                let mut io = conn.into_parts().io.into_inner();
+                let _ = tokio::select! {
+                    shut = io.shutdown() => shut,
+                    _ = reached(stop, CUT) => Ok(()),
+                };
+                return;
+            }
+            Ended::Idle(since) => since,
+        };
+        let http1::Parts {
+            io: replay,
+            read_buf,
+            service: kept,
+            ..
+        } = conn.into_parts();
+        service = kept;
+        let (guarded, unread) = replay.into_inner().into_parts();
+        io = guarded;
+        // Moved, so that an empty buffer (hyper's read buffer, kilobytes
+        // of capacity) is freed here, not held while parked.
+        first = unparsed(read_buf, unread);
+        if !first.is_empty() {
+            // The start of a request sent slowly: serve it on at once.
+            continue;
+        }
+        let deadline = since + settings.keep_alive_timeout;
+        if !park(&io, deadline, gauge, stop).await {
+            return;
+        }
+    }
+}
+
+/// What a closed hyper connection had read but not parsed (`read_buf`),
+/// then what it had not even read (`unread`); empty buffers are dropped.
+fn unparsed(read_buf: Bytes, unread: Bytes) -> Bytes {
+    match (read_buf.is_empty(), unread.is_empty()) {
+        (true, true) => Bytes::new(),
+        (false, true) => read_buf,
+        (true, false) => unread,
+        (false, false) => {
+            let mut both = BytesMut::with_capacity(read_buf.len() + unread.len());
+            both.extend_from_slice(&read_buf);
+            both.extend_from_slice(&unread);
+            both.freeze()
+        }
+    }
+}
+
+/// Serves `conn` until it ends; closes it for [`Ended::Idle`] once it
+/// has been idle a grace after answering at least one request (hyper
+/// closes at once only between requests: before its first, it would
+/// instead answer the next one with `Connection: close`).
+///
+/// Each time the task is polled the activity counts are compared with
+/// the last seen (three relaxed loads), and the clock is read only when
+/// they moved; the grace timer is re-armed only when it fires early, so
+/// a busy connection costs one timer wake-up per grace, not per request.
+async fn drive<I, Svc>(
+    conn: &mut http1::Connection<I, Svc>,
+    activity: &Activity,
+    stop: &mut watch::Receiver<u8>,
+) -> Ended
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    Svc: Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible> + Unpin,
+    Svc::Future: Unpin,
+{
+    let mut tick = std::pin::pin!(tokio::time::sleep(PARK_GRACE));
+    let mut cut_rx = stop.clone();
+    let mut cut = std::pin::pin!(reached(&mut cut_rx, CUT));
+    let mut drain = std::pin::pin!(reached(stop, DRAINING));
+    let mut seen = activity.sample();
+    let mut moved = Instant::now();
+    let first_request = seen.1;
+    let mut parking: Option<Instant> = None;
+    let mut draining = false;
+    poll_fn(|cx| {
+        if cut.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ended::Dropped);
+        }
+        if !draining && drain.as_mut().poll(cx).is_ready() {
+            draining = true;
+            Pin::new(&mut *conn).graceful_shutdown();
+        }
+        if let Poll::Ready(done) = conn.poll_without_shutdown(cx) {
+            return Poll::Ready(match (done, parking) {
+                (Err(e), _) => {
+                    tracing::debug!(error = %e, "connection ended");
+                    Ended::Dropped
+                }
+                (Ok(()), Some(since)) if !draining => Ended::Idle(since),
+                (Ok(()), _) => Ended::Closed,
+            });
+        }
+        if parking.is_some() || draining {
+            return Poll::Pending;
+        }
+        let now = activity.sample();
+        if now != seen {
+            seen = now;
+            moved = Instant::now();
+        }
+        while tick.as_mut().poll(cx).is_ready() {
+            let (_, started, finished) = seen;
+            let idle = started == finished
+                && started != first_request
+                && !activity.never_park.load(Ordering::Relaxed);
+            let due = moved + PARK_GRACE;
+            let now = Instant::now();
+            if !idle {
+                tick.as_mut().reset(now + PARK_GRACE);
+            } else if now >= due {
+                parking = Some(moved);
+                Pin::new(&mut *conn).graceful_shutdown();
+                // hyper closes on its next poll.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            } else {
+                tick.as_mut().reset(due);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Holds the bare socket until the client sends (`true`: serve it again)
+/// or closes, the `deadline` passes, or the drain starts (`false`).
+async fn park<S: Park>(
+    io: &Guarded<S>,
+    deadline: Instant,
+    gauge: &Gauge,
+    stop: &mut watch::Receiver<u8>,
+) -> bool {
+    if Instant::now() >= deadline {
+        return false;
+    }
+    struct Parked<'a>(&'a Gauge);
+    impl Drop for Parked<'_> {
+        fn drop(&mut self) {
+            self.0.dec();
+        }
+    }
+    gauge.inc();
+    let _parked = Parked(gauge);
+    tokio::select! {
+        sent = io.get_ref().client_sent() => sent,
+        _ = tokio::time::sleep_until(deadline) => false,
+        _ = reached(stop, DRAINING) => false,
+    }
+}
+
+/// The connection as hyper reads it: bytes already read (the protocol
+/// sniff, or what a parked hyper connection had not parsed) first, then
+/// the socket; every read that returns bytes is counted.
+pub(crate) struct Replay<S> {
+    first: Bytes,
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> Replay<S> {
+    fn new(first: Bytes, inner: S, activity: Arc<Activity>) -> Self {
+        Replay {
+            first,
+            inner,
+            activity,
+        }
+    }
+
+    /// The socket, and the bytes not yet replayed.
+    fn into_parts(self) -> (S, Bytes) {
+        (self.inner, self.first)
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Replay<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if !this.first.is_empty() {
+            let n = this.first.len().min(buf.remaining());
+            buf.put_slice(&this.first[..n]);
+            this.first.advance(n);
+            this.activity.reads.fetch_add(1, Ordering::Relaxed);
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.activity.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Replay<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
