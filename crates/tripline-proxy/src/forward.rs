@@ -26,12 +26,34 @@ use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded}
 use crate::route::Route;
 use attempt::Tried;
 
+/// Who sent a request and over what: fixed for its connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Downstream {
+    /// The client's address.
+    pub(crate) peer: SocketAddr,
+    /// Whether the client reached the proxy over TLS: what `forwarded`'s
+    /// `proto` tells the upstream (a service that builds absolute URLs or
+    /// sets `Secure` cookies from it must not be told `http` on HTTPS).
+    pub(crate) tls: bool,
+}
+
+impl Downstream {
+    /// `https` or `http`, as RFC 7239's `proto` says it.
+    fn proto(&self) -> &'static str {
+        match self.tls {
+            true => "https",
+            false => "http",
+        }
+    }
+}
+
 /// Answers one request, and counts the answer.
 pub(crate) async fn handle(
     proxy: &Inner,
     req: Request<Incoming>,
-    peer: SocketAddr,
+    downstream: Downstream,
 ) -> Response<ProxyBody> {
+    let peer = downstream.peer;
     let (parts, body) = req.into_parts();
     // One table for the whole request, whatever a reload does meanwhile.
     let table = proxy.table.load_full();
@@ -45,7 +67,7 @@ pub(crate) async fn handle(
     let Some(route) = table.routes.get(index) else {
         return Rejection::new(Reason::NoRoute, None).response();
     };
-    let mut response = forward(proxy, route, parts, body, peer, &mut trail).await;
+    let mut response = forward(proxy, route, parts, body, downstream, &mut trail).await;
     if proxy.config.proxy.envoy_compat {
         mark_overloaded(&mut response);
     }
@@ -64,7 +86,7 @@ async fn forward(
     route: &Route,
     mut parts: http::request::Parts,
     body: Incoming,
-    peer: SocketAddr,
+    downstream: Downstream,
     trail: &mut Option<Trail>,
 ) -> Response<ProxyBody> {
     let clock = TokioClock;
@@ -75,8 +97,9 @@ async fn forward(
     let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
     let deadline = Deadline::earliest(incoming, own);
     strip_hop_by_hop(&mut parts.headers);
+    let peer = downstream.peer;
     append_forwarded_for(&mut parts.headers, peer.ip());
-    append_forwarded(&mut parts.headers, peer.ip(), "http");
+    append_forwarded(&mut parts.headers, peer.ip(), downstream.proto());
     let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
     crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await

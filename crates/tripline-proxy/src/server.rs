@@ -48,6 +48,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use crate::forward::Downstream;
 use crate::proxy::{Inner, Proxy};
 use crate::runtime::Binding;
 
@@ -234,7 +235,8 @@ async fn accept_loop(
         match &tls {
             None => drop(tokio::spawn(async move {
                 let _alive = alive;
-                connection::serve(stream, peer, inner, settings, stop).await;
+                let downstream = Downstream { peer, tls: false };
+                connection::serve(stream, downstream, inner, settings, stop).await;
             })),
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
@@ -242,7 +244,8 @@ async fn accept_loop(
                     let _alive = alive;
                     let limit = settings.header_read_timeout;
                     if let Some(stream) = crate::tls::handshake(&acceptor, stream, limit).await {
-                        connection::serve(stream, peer, inner, settings, stop).await;
+                        let downstream = Downstream { peer, tls: true };
+                        connection::serve(stream, downstream, inner, settings, stop).await;
                     }
                 });
             }

@@ -49,7 +49,6 @@
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -71,7 +70,7 @@ use tokio::time::Instant;
 
 use crate::body::{BoxError, ProxyBody};
 use crate::config::{ListenerSection, ProxySection};
-use crate::forward::handle;
+use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::server::{CUT, DRAINING, reached};
@@ -214,7 +213,7 @@ type Answering = Pin<Box<dyn Future<Output = Result<Response<Answer>, Infallible
 /// except a head the smuggling guard flagged, refused with 400.
 fn service(
     inner: Arc<Inner>,
-    peer: SocketAddr,
+    peer: Downstream,
     conflict: Arc<AtomicBool>,
     activity: Arc<Activity>,
 ) -> impl Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible, Future = Answering>
@@ -267,7 +266,7 @@ fn closes(req: &Request<Incoming>) -> bool {
 /// HTTP/1 with parking.
 pub(crate) async fn serve<S: Park>(
     stream: S,
-    peer: SocketAddr,
+    peer: Downstream,
     inner: Arc<Inner>,
     settings: Arc<Settings>,
     mut stop: watch::Receiver<u8>,

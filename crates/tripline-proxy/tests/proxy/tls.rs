@@ -187,6 +187,37 @@ async fn http1_and_http2_clients_over_tls_share_one_listener() {
     assert!(running.shutdown().await.complete);
 }
 
+/// Over a TLS listener the upstream is told `proto=https`, over HTTP/1.1
+/// and HTTP/2 alike: a service that builds absolute URLs or marks cookies
+/// `Secure` from `forwarded` must not be told its clients spoke plain HTTP.
+#[tokio::test]
+async fn the_forwarded_proto_is_https_over_a_tls_listener() {
+    let pki = Pki::new();
+    let upstream = Upstream::start(|req| {
+        let seen = req
+            .headers()
+            .get("forwarded")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(none)")
+            .to_owned();
+        http::Response::new(Full::new(Bytes::from(seen)))
+    })
+    .await;
+    let text = format!(
+        "[[listeners]]\naddress = \"127.0.0.1:0\"\ntls = {{ cert = {}, key = {} }}\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{}\"]\n",
+        toml_path(&pki.path("cert.pem")),
+        toml_path(&pki.path("key.pem")),
+        upstream.addr
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let url = format!("https://localhost:{}/", addr.port());
+    for alpn in [&b"http/1.1"[..], b"h2"] {
+        let (_, status, body) = get_over_tls(&pki.client(alpn), url.clone()).await;
+        assert_eq!((status, body.as_str()), (200, "for=127.0.0.1;proto=https"));
+    }
+    assert!(running.shutdown().await.complete);
+}
+
 fn tls_cluster_config(upstream: SocketAddr, tls: &str) -> String {
     format!(
         "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{upstream}\"]\ntls = {{ {tls} }}\n"
