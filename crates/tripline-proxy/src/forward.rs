@@ -20,29 +20,31 @@ use tripline::{Outcome, OwnedPermit};
 
 use crate::access_log::Trail;
 use crate::body::{ProxyBody, RequestBody, read_for_replay};
-use crate::headers::{append_forwarded, append_forwarded_for, strip_hop_by_hop};
+use crate::headers::{ForwardedValues, strip_hop_by_hop};
 use crate::proxy::Inner;
 use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
 use crate::route::Route;
 use attempt::Tried;
 
-/// Who sent a request and over what: fixed for its connection.
-#[derive(Clone, Copy, Debug)]
+/// Who sent a request and over what: fixed for its connection, with the
+/// `forwarded` elements that say so to the upstream built once for it.
+#[derive(Clone, Debug)]
 pub(crate) struct Downstream {
     /// The client's address.
     pub(crate) peer: SocketAddr,
-    /// Whether the client reached the proxy over TLS: what `forwarded`'s
-    /// `proto` tells the upstream (a service that builds absolute URLs or
-    /// sets `Secure` cookies from it must not be told `http` on HTTPS).
-    pub(crate) tls: bool,
+    /// This hop's `x-forwarded-for` and `forwarded` elements. `proto` is
+    /// `https` on a TLS listener: a service that builds absolute URLs or
+    /// sets `Secure` cookies from it must not be told `http` on HTTPS.
+    forwarded: ForwardedValues,
 }
 
 impl Downstream {
-    /// `https` or `http`, as RFC 7239's `proto` says it.
-    fn proto(&self) -> &'static str {
-        match self.tls {
-            true => "https",
-            false => "http",
+    /// The client at `peer`, connected over TLS or not.
+    pub(crate) fn new(peer: SocketAddr, tls: bool) -> Downstream {
+        let proto = if tls { "https" } else { "http" };
+        Downstream {
+            peer,
+            forwarded: ForwardedValues::new(peer.ip(), proto),
         }
     }
 }
@@ -98,8 +100,7 @@ async fn forward(
     let deadline = Deadline::earliest(incoming, own);
     strip_hop_by_hop(&mut parts.headers);
     let peer = downstream.peer;
-    append_forwarded_for(&mut parts.headers, peer.ip());
-    append_forwarded(&mut parts.headers, peer.ip(), downstream.proto());
+    downstream.forwarded.append_to(&mut parts.headers);
     let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
     crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await

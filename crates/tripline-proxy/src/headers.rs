@@ -41,34 +41,55 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     headers.remove(header::UPGRADE);
 }
 
-/// Appends the client's address to `x-forwarded-for`, keeping the chain
-/// of earlier proxies.
-pub fn append_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {
-    const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
-    let value = match headers.get(&XFF).and_then(|v| v.to_str().ok()) {
-        Some(chain) if !chain.trim().is_empty() => format!("{chain}, {client}"),
-        _ => client.to_string(),
-    };
-    if let Ok(v) = HeaderValue::from_str(&value) {
-        headers.insert(XFF, v);
+/// This hop's `x-forwarded-for` and `forwarded` elements for one client:
+/// built once per connection, so a request whose client sent no chain of
+/// its own (the common case) gets them as two reference-counted copies
+/// instead of formatting and allocating its address twice.
+#[derive(Clone, Debug)]
+pub(crate) struct ForwardedValues {
+    /// The client's address, as `x-forwarded-for` lists it.
+    xff: HeaderValue,
+    /// `for=…;proto=…` (RFC 7239 §4).
+    forwarded: HeaderValue,
+}
+
+impl ForwardedValues {
+    /// The elements for `client`, which spoke `proto` (`http` or `https`)
+    /// to the proxy.
+    pub(crate) fn new(client: IpAddr, proto: &str) -> ForwardedValues {
+        let node = match client {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("\"[{ip}]\""),
+        };
+        ForwardedValues {
+            // An address and `for=…;proto=http(s)` are always valid values.
+            xff: HeaderValue::from_str(&client.to_string())
+                .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
+            forwarded: HeaderValue::from_str(&format!("for={node};proto={proto}"))
+                .unwrap_or_else(|_| HeaderValue::from_static("for=unknown")),
+        }
+    }
+
+    /// Appends both elements, keeping the chains earlier proxies wrote.
+    pub(crate) fn append_to(self, headers: &mut HeaderMap) {
+        const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
+        append_element(headers, XFF, self.xff);
+        append_element(headers, header::FORWARDED, self.forwarded);
     }
 }
 
-/// Appends one element for this hop to `forwarded` (RFC 7239 §4),
-/// keeping the elements earlier proxies added: the client's address and
-/// the protocol it spoke to the proxy (`http` or `https`).
-pub fn append_forwarded(headers: &mut HeaderMap, client: IpAddr, proto: &str) {
-    let node = match client {
-        IpAddr::V4(ip) => ip.to_string(),
-        IpAddr::V6(ip) => format!("\"[{ip}]\""),
+/// Sets `name` to `element`, after the list already there if there is one
+/// (one header, one comma-separated list).
+fn append_element(headers: &mut HeaderMap, name: HeaderName, element: HeaderValue) {
+    let chained = match headers.get(&name).and_then(|v| v.to_str().ok()) {
+        Some(chain) if !chain.trim().is_empty() => {
+            let own = String::from_utf8_lossy(element.as_bytes());
+            HeaderValue::from_str(&format!("{chain}, {own}")).ok()
+        }
+        _ => Some(element),
     };
-    let element = format!("for={node};proto={proto}");
-    let value = match headers.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
-        Some(chain) if !chain.trim().is_empty() => format!("{chain}, {element}"),
-        _ => element,
-    };
-    if let Ok(v) = HeaderValue::from_str(&value) {
-        headers.insert(header::FORWARDED, v);
+    if let Some(v) = chained {
+        headers.insert(name, v);
     }
 }
 
@@ -95,21 +116,25 @@ mod tests {
         assert!(h.contains_key(header::ACCEPT));
     }
 
+    fn append(h: &mut HeaderMap, client: &str, proto: &str) {
+        ForwardedValues::new(client.parse().unwrap(), proto).append_to(h);
+    }
+
     #[test]
     fn forwarded_for_appends_to_the_chain() {
         let mut h = HeaderMap::new();
-        append_forwarded_for(&mut h, "10.0.0.1".parse().unwrap());
+        append(&mut h, "10.0.0.1", "http");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1");
-        append_forwarded_for(&mut h, "::1".parse().unwrap());
+        append(&mut h, "::1", "http");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, ::1");
     }
 
     #[test]
     fn forwarded_quotes_and_brackets_ipv6_and_keeps_the_chain() {
         let mut h = HeaderMap::new();
-        append_forwarded(&mut h, "192.0.2.60".parse().unwrap(), "http");
+        append(&mut h, "192.0.2.60", "http");
         assert_eq!(h["forwarded"], "for=192.0.2.60;proto=http");
-        append_forwarded(&mut h, "2001:db8:cafe::17".parse().unwrap(), "https");
+        append(&mut h, "2001:db8:cafe::17", "https");
         assert_eq!(
             h["forwarded"],
             "for=192.0.2.60;proto=http, for=\"[2001:db8:cafe::17]\";proto=https"

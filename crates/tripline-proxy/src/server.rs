@@ -235,7 +235,7 @@ async fn accept_loop(
         match &tls {
             None => drop(tokio::spawn(async move {
                 let _alive = alive;
-                let downstream = Downstream { peer, tls: false };
+                let downstream = Downstream::new(peer, false);
                 connection::serve(stream, downstream, inner, settings, stop).await;
             })),
             Some(acceptor) => {
@@ -244,7 +244,7 @@ async fn accept_loop(
                     let _alive = alive;
                     let limit = settings.header_read_timeout;
                     if let Some(stream) = crate::tls::handshake(&acceptor, stream, limit).await {
-                        let downstream = Downstream { peer, tls: true };
+                        let downstream = Downstream::new(peer, true);
                         connection::serve(stream, downstream, inner, settings, stop).await;
                     }
                 });

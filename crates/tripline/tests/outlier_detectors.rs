@@ -106,6 +106,7 @@ fn consecutive_failures_eject_at_once_and_the_endpoint_is_skipped() {
         &clock,
         1,
     );
+    let before = tripline::clock::system_time_after(Duration::ZERO);
     drive(&c, 9, |id| {
         if id == "e1" {
             EndpointOutcome::UpstreamFailure
@@ -113,9 +114,13 @@ fn consecutive_failures_eject_at_once_and_the_endpoint_is_skipped() {
             EndpointOutcome::Success
         }
     });
+    let after = tripline::clock::system_time_after(Duration::ZERO);
     assert!(c.endpoint("e1").unwrap().is_ejected());
     let ev = events.lock().unwrap()[0].clone();
     assert_eq!(&*ev.cluster, "svc");
+    // The wall-clock time is the ejection's own, whatever the virtual
+    // clock says: what an admin page shows beside its logs.
+    assert!(before <= ev.wall && ev.wall <= after, "{:?}", ev.wall);
     match ev.kind {
         ClusterEventKind::Ejected {
             endpoint,

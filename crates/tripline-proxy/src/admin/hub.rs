@@ -174,7 +174,9 @@ impl Hub {
     }
 
     fn cluster_event(&self, cluster: &str, event: &ClusterEvent) {
-        let now = tripline::clock::system_time_after(Duration::ZERO);
+        // The event's own wall time: when the cluster decided, not when
+        // the hub got round to it.
+        let now = event.wall;
         let (endpoint, kind, message, until) = match &event.kind {
             ClusterEventKind::Ejected {
                 endpoint,

@@ -222,6 +222,7 @@ fn service(
 + 'static {
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let inner = inner.clone();
+        let peer = peer.clone();
         activity.started.fetch_add(1, Ordering::Relaxed);
         let finished = Finished(activity.clone());
         let smuggled = conflict.load(Ordering::Acquire)

@@ -30,6 +30,7 @@ impl Ctx<'_> {
         self.events.push(ClusterEvent {
             cluster: self.cluster.clone(),
             at: self.now,
+            wall: crate::clock::system_time_after(Duration::ZERO),
             kind,
         });
     }

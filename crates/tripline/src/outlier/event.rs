@@ -209,6 +209,7 @@ pub enum ClusterEventKind {
 /// let e = ClusterEvent {
 ///     cluster: Arc::from("geo"),
 ///     at: Timestamp::ZERO,
+///     wall: std::time::SystemTime::UNIX_EPOCH,
 ///     kind: ClusterEventKind::PanicLeft(PanicStats { healthy: 3, total: 4, threshold_percent: 50 }),
 /// };
 /// assert_eq!(&*e.cluster, "geo");
@@ -217,8 +218,13 @@ pub enum ClusterEventKind {
 pub struct ClusterEvent {
     /// The cluster's name.
     pub cluster: Arc<str>,
-    /// When, on the cluster's clock.
+    /// When, on the cluster's clock: what durations between events are
+    /// measured on (monotonic; virtual time under a `ManualClock`).
     pub at: Timestamp,
+    /// When, on the wall clock: what a person correlates with logs and
+    /// dashboards (an ejection's time on an admin page), read when the
+    /// event is built, as breaker events do.
+    pub wall: std::time::SystemTime,
     /// What.
     pub kind: ClusterEventKind,
 }

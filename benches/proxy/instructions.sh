@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Instructions the proxy executes per request, counted by callgrind: a
+# machine-independent figure for the request path (wrk's req/s moves with
+# the machine and its load; this does not), for comparing changes to the
+# proxy itself.
+#
+# The release `tripline proxy` (the same route breaker, retry budget and
+# outlier detection as benches/proxy/run.sh) runs under valgrind's
+# callgrind in front of the bench upstream; after a warm-up the counters
+# are zeroed, REQUESTS keep-alive GETs go through one connection (curl's
+# URL range), and the counters are dumped: instructions / REQUESTS is the
+# figure, idle timers and the warm-up excluded.
+#
+#   ./benches/proxy/instructions.sh             (REQUESTS=2000 PROTECT=1)
+#   DUMP=/tmp/proxy.callgrind ./benches/proxy/instructions.sh
+#                                   (keeps the dump: callgrind_annotate it)
+#
+# A benchmark, not a test: CI does not run it. Needs valgrind and curl
+# (Debian packages valgrind, curl).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+REQUESTS=${REQUESTS:-2000}
+PROTECT=${PROTECT:-1}
+UPSTREAM_PORT=18180
+PROXY_PORT=18181
+
+for tool in valgrind callgrind_control curl; do
+    command -v "$tool" >/dev/null || { echo "needs $tool (Debian packages valgrind, curl)" >&2; exit 1; }
+done
+
+echo "building (release)" >&2
+(cd "$ROOT" && cargo build --release -q -p tripline-cli --bin tripline \
+    && cargo build --release -q -p tripline-benches --features proxy --example proxy-upstream)
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_answer() { # port
+    for _ in $(seq 600); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+        sleep 0.1
+    done
+    echo "nothing answers on $1" >&2
+    return 1
+}
+
+"$TARGET/release/examples/proxy-upstream" "127.0.0.1:$UPSTREAM_PORT" 1 >"$WORK/upstream.log" 2>&1 &
+PIDS+=($!)
+wait_answer $UPSTREAM_PORT
+
+PROTECTION=""
+CLUSTER=""
+if [[ $PROTECT == 1 ]]; then
+    PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
+retry = { attempts = 2, budget = { ratio = 0.2 } }'
+    CLUSTER='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
+fi
+cat >"$WORK/proxy.toml" <<EOF
+[[listeners]]
+address = "127.0.0.1:$PROXY_PORT"
+
+[[routes]]
+name = "bench"
+cluster = "upstream"
+$PROTECTION
+
+[clusters.upstream]
+endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
+$CLUSTER
+EOF
+
+# One runtime thread: callgrind serialises threads anyway, and one keeps
+# the count free of work-stealing noise.
+valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out.%p" \
+    "$TARGET/release/tripline" proxy --config "$WORK/proxy.toml" --threads 1 \
+    >"$WORK/proxy.log" 2>&1 &
+PROXY=$!
+PIDS+=("$PROXY")
+wait_answer $PROXY_PORT
+# Warm-up: the pool's connection, the allocator's arenas, lazy statics.
+curl -s "http://127.0.0.1:$PROXY_PORT/[1-200]" >/dev/null
+
+callgrind_control -z "$PROXY" >/dev/null 2>&1
+curl -s "http://127.0.0.1:$PROXY_PORT/[1-$REQUESTS]" >/dev/null
+callgrind_control -d "$PROXY" >/dev/null 2>&1
+sleep 1
+
+dump=$(ls -t "$WORK"/callgrind.out.* | head -1)
+total=$(awk '/^summary:/ {print $2}' "$dump")
+if [[ -n ${DUMP:-} ]]; then cp "$dump" "$DUMP"; fi
+awk -v t="$total" -v n="$REQUESTS" 'BEGIN {
+    printf "instructions per request: %.0f (%d instructions / %d requests)\n", t / n, t, n }'
