@@ -28,6 +28,14 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 
 /// Removes hop-by-hop headers and those listed in `connection`.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Most messages carry none of them: one pass comparing the names a
+    // message has (cheap for standard names) costs a fraction of the nine
+    // hashed removals it saves, on every request and every response.
+    // A header `connection` names is only removed when `connection`
+    // itself is present, which this pass finds.
+    if !headers.keys().any(is_hop_by_hop) {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -39,6 +47,10 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
         headers.remove(name);
     }
     headers.remove(header::UPGRADE);
+}
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(name) || name == header::UPGRADE
 }
 
 /// This hop's `x-forwarded-for` and `forwarded` elements for one client:
@@ -118,6 +130,19 @@ mod tests {
 
     fn append(h: &mut HeaderMap, client: &str, proto: &str) {
         ForwardedValues::new(client.parse().unwrap(), proto).append_to(h);
+    }
+
+    #[test]
+    fn a_message_without_hop_by_hop_headers_is_left_alone_and_upgrade_alone_goes() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        h.insert("x-trace", HeaderValue::from_static("1"));
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 2);
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 2);
+        assert!(!h.contains_key(header::UPGRADE));
     }
 
     #[test]

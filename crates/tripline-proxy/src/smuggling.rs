@@ -91,16 +91,24 @@ impl Scanner {
                     }
                 }
                 Scanner::Head(head) => {
-                    let Some(end) = bytes.iter().position(|b| *b == b'\n') else {
+                    let Some(end) = memchr::memchr(b'\n', bytes) else {
                         head.line.extend_from_slice(bytes);
                         if head.line.len() > MAX_LINE {
                             *self = Scanner::Off;
                         }
                         return false;
                     };
-                    head.line.extend_from_slice(&bytes[..end]);
+                    // A line read whole (nearly all of them) is judged in
+                    // place; only one split across reads is copied.
+                    let judged = if head.line.is_empty() {
+                        head.end_line(&bytes[..end])
+                    } else {
+                        head.line.extend_from_slice(&bytes[..end]);
+                        let line = std::mem::take(&mut head.line);
+                        head.end_line(&line)
+                    };
                     bytes = &bytes[end + 1..];
-                    match head.end_line() {
+                    match judged {
                         Line::More => {}
                         Line::Conflict => {
                             *self = Scanner::Off;
@@ -126,9 +134,8 @@ enum Line {
 }
 
 impl Head {
-    fn end_line(&mut self) -> Line {
-        let line = std::mem::take(&mut self.line);
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+    fn end_line(&mut self, line: &[u8]) -> Line {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             if self.lines == 0 {
                 return Line::More; // a stray CRLF before a request line
@@ -146,8 +153,8 @@ impl Head {
         self.lines += 1;
         if let Some(colon) = line.iter().position(|b| *b == b':') {
             let name = &line[..colon];
-            let value = String::from_utf8_lossy(&line[colon + 1..]);
             if name.eq_ignore_ascii_case(b"content-length") {
+                let value = String::from_utf8_lossy(&line[colon + 1..]);
                 self.length = Some(value.trim().parse().unwrap_or(0));
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 self.chunked = true;
