@@ -81,7 +81,7 @@ use crate::smuggling::Guarded;
 /// clients connect, those of the last grace are still unparked), long
 /// enough that a client sending its next request soon after the last
 /// answer (the busy case) never pays the park and the new connection.
-pub(crate) const PARK_GRACE: Duration = Duration::from_millis(250);
+pub(crate) const PARK_GRACE: Duration = Duration::from_millis(100);
 
 /// The HTTP/2 connection preface; anything else is HTTP/1.
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -18,7 +18,7 @@ use crate::support::*;
 
 const PARKED: &str = "tripline_proxy_parked_connections";
 
-/// More than two graces (250 ms each): long enough for an idle connection
+/// More than two graces (100 ms each): long enough for an idle connection
 /// to be parked.
 const IDLE: Duration = Duration::from_secs(1);
 
@@ -200,7 +200,7 @@ async fn a_connection_idle_past_the_keep_alive_timeout_is_closed() {
         assert_eq!(client.closed().await, "", "closed without a word");
         let idle = answered.elapsed();
         let limit = Duration::from_secs(limit);
-        // Idleness is sampled every 250 ms (and the close is delivered).
+        // Idleness is sampled every grace (and the close is delivered).
         assert!(
             idle >= limit && idle < limit + Duration::from_secs(1),
             "{idle:?}"
