@@ -106,6 +106,7 @@ mod forward;
 mod grpc;
 mod guard;
 mod headers;
+mod io_wrap;
 pub mod keyed_breaker;
 pub mod metrics;
 mod proxy;

@@ -51,17 +51,11 @@ impl Applier {
     /// Members of a registry family go through
     /// [`observe_member`](Self::observe_member) instead.
     pub fn observe(&self, name: &str, outcome: Outcome, elapsed: Duration) {
-        if !self.is_shadowing() {
-            return;
-        }
-        let twins = self
-            .shared
-            .twins
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(Shadow::One(twin)) = twins.get(name) {
-            twin.observe(outcome, elapsed);
-        }
+        self.with_shadow(name, |shadow| {
+            if let Shadow::One(twin) = shadow {
+                twin.observe(outcome, elapsed);
+            }
+        });
     }
 
     /// Feeds one outcome of the member `key` of family `family` to that
@@ -69,6 +63,15 @@ impl Applier {
     /// otherwise). Each key is judged by a twin of its own, as the live
     /// members are; see [`FamilyShadow`](crate::FamilyShadow).
     pub fn observe_member(&self, family: &str, key: &str, outcome: Outcome, elapsed: Duration) {
+        self.with_shadow(family, |shadow| {
+            if let Shadow::Family(twins) = shadow {
+                twins.observe(key, outcome, elapsed);
+            }
+        });
+    }
+
+    /// Runs `f` on the shadow of `name`, if a shadow period runs one.
+    fn with_shadow(&self, name: &str, f: impl FnOnce(&Shadow)) {
         if !self.is_shadowing() {
             return;
         }
@@ -77,8 +80,8 @@ impl Applier {
             .twins
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(Shadow::Family(twins)) = twins.get(family) {
-            twins.observe(key, outcome, elapsed);
+        if let Some(shadow) = twins.get(name) {
+            f(shadow);
         }
     }
 

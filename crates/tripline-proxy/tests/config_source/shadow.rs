@@ -4,19 +4,55 @@
 //! breakers) is judged key by key — endpoint by endpoint, tenant by
 //! tenant.
 
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::support::{self, Upstream, respond, start_proxy};
 use crate::{audit, breaker, proxy_config, until};
 
+/// A watched file in `dir` as the `[config_source]` of instance
+/// `instance`: the file's path and the section's body.
+fn file_source(dir: &tempfile::TempDir, instance: &str) -> (PathBuf, String) {
+    let path = dir.path().join("breakers.toml");
+    let source = format!(
+        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"{instance}\"\nstatus_interval = \"50ms\"\n",
+        path.display()
+    );
+    (path, source)
+}
+
+/// Writes `document` (with a rollout) to the watched file and waits for
+/// its shadow to start.
+async fn push_shadowed(path: &Path, admin: SocketAddr, document: &str) {
+    std::fs::write(path, document).unwrap();
+    until(Duration::from_secs(2), "the shadow start", || async {
+        audit(admin)
+            .await
+            .iter()
+            .any(|r| r["action"] == "breakers_shadow_started")
+            .then_some(())
+    })
+    .await;
+}
+
+/// The shadow's report, once the applier has made it.
+async fn shadow_report(admin: SocketAddr) -> Value {
+    until(Duration::from_secs(2), "the shadow report", || async {
+        audit(admin)
+            .await
+            .into_iter()
+            .find(|r| r["action"] == "breakers_shadow_report")
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traffic() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("breakers.toml");
-    let source = format!(
-        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-s\"\nstatus_interval = \"50ms\"\n",
-        path.display()
-    );
+    let (path, source) = file_source(&dir, "edge-s");
     let upstream = Upstream::start(|_| respond(500, "down")).await;
     let text = proxy_config(upstream.addr, &source).replace(
         "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
@@ -28,15 +64,7 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     // Stricter rules, shadowed for 60 s, then applied nowhere (0 %); the
     // endpoint family `backend` changes too.
     let document = "rollout = { percent = 0, shadow = \"60s\", bake = \"1m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 5\nfailure_rate_threshold = 0.5\n\n[[breaker]]\nname = \"backend\"\nminimum_calls = 500\n";
-    std::fs::write(&path, document).unwrap();
-    until(Duration::from_secs(2), "the shadow start", || async {
-        audit(admin)
-            .await
-            .iter()
-            .any(|r| r["action"] == "breakers_shadow_started")
-            .then_some(())
-    })
-    .await;
+    push_shadowed(&path, admin, document).await;
 
     for _ in 0..10 {
         assert_eq!(support::get(addr, "/").await.status, 500);
@@ -45,13 +73,7 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     assert_eq!(live["state"], "closed", "the live rules (100 calls) hold");
 
     clock.advance(Duration::from_secs(61));
-    let report = until(Duration::from_secs(2), "the shadow report", || async {
-        audit(admin)
-            .await
-            .into_iter()
-            .find(|r| r["action"] == "breakers_shadow_report")
-    })
-    .await;
+    let report = shadow_report(admin).await;
     let would_trip = &report["detail"]["would_trip"];
     assert_eq!(would_trip[0][0], "api", "{report}");
     assert!(would_trip[0][1].as_u64().unwrap() >= 1, "{report}");
@@ -89,11 +111,7 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("breakers.toml");
-    let source = format!(
-        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-c\"\nstatus_interval = \"50ms\"\n",
-        path.display()
-    );
+    let (path, source) = file_source(&dir, "edge-c");
     let upstream = Upstream::start(|_| respond(200, "ok")).await;
     let (_proxy, running, addr, clock) = start_proxy(&proxy_config(upstream.addr, &source)).await;
     let admin = running.admin_addr().unwrap();
@@ -101,15 +119,7 @@ async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
 
     // 100 %: every instance is a canary once the shadow ends.
     let document = "rollout = { percent = 100, shadow = \"30s\", bake = \"5m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 8\n";
-    std::fs::write(&path, document).unwrap();
-    until(Duration::from_secs(2), "the shadow start", || async {
-        audit(admin)
-            .await
-            .iter()
-            .any(|r| r["action"] == "breakers_shadow_started")
-            .then_some(())
-    })
-    .await;
+    push_shadowed(&path, admin, document).await;
     assert_eq!(
         breaker(admin, "api").await["minimum_calls"],
         10,
@@ -142,11 +152,7 @@ async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_route_is_shadowed_tenant_by_tenant() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("breakers.toml");
-    let source = format!(
-        "kind = \"file\"\npath = \"{}\"\ndebounce = \"50ms\"\ninstance_id = \"edge-k\"\nstatus_interval = \"50ms\"\n",
-        path.display()
-    );
+    let (path, source) = file_source(&dir, "edge-k");
     // Tenant acme's calls fail, globex's succeed.
     let upstream = Upstream::start(|req| match req.headers().get("x-tenant") {
         Some(t) if t == "acme" => respond(500, "down"),
@@ -161,15 +167,7 @@ async fn a_keyed_route_is_shadowed_tenant_by_tenant() {
     let admin = running.admin_addr().unwrap();
 
     let document = "rollout = { percent = 0, shadow = \"60s\", bake = \"1m\" }\n[[breaker]]\nname = \"api\"\nminimum_calls = 4\nfailure_rate_threshold = 0.5\n";
-    std::fs::write(&path, document).unwrap();
-    until(Duration::from_secs(2), "the shadow start", || async {
-        audit(admin)
-            .await
-            .iter()
-            .any(|r| r["action"] == "breakers_shadow_started")
-            .then_some(())
-    })
-    .await;
+    push_shadowed(&path, admin, document).await;
 
     // 6 failing of 14: 43 % mixed together, under the new 50 %; but
     // acme's own breaker, judged alone, would trip.
@@ -183,13 +181,7 @@ async fn a_keyed_route_is_shadowed_tenant_by_tenant() {
     }
 
     clock.advance(Duration::from_secs(61));
-    let report = until(Duration::from_secs(2), "the shadow report", || async {
-        audit(admin)
-            .await
-            .into_iter()
-            .find(|r| r["action"] == "breakers_shadow_report")
-    })
-    .await;
+    let report = shadow_report(admin).await;
     let families = report["detail"]["families"].as_array().unwrap();
     let api = families
         .iter()
