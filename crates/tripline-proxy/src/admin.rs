@@ -97,7 +97,7 @@ async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout)
         .serve_connection(TokioIo::new(stream), service);
-    serve_until_cut!(conn, &mut stop);
+    serve_until_cut!(std::pin::pin!(conn), &mut stop);
 }
 
 /// Every path the admin listener serves, by method, as the OpenAPI file

@@ -19,10 +19,12 @@
 /// each have their own `graceful_shutdown` (no common trait), and a
 /// generic async function taking the shutdown as a closure trips rustc's
 /// higher-ranked `Send` inference when the future is spawned.
+/// `$conn` comes pinned (`std::pin::pin!` on the stack, or `Box::pin`
+/// where the task must not carry the connection's whole state).
 macro_rules! serve_until_cut {
     ($conn:expr, $stop:expr) => {{
         let stop: &mut tokio::sync::watch::Receiver<u8> = $stop;
-        let mut conn = std::pin::pin!($conn);
+        let mut conn = $conn;
         tokio::select! {
             _ = conn.as_mut() => {}
             _ = $crate::server::reached(stop, $crate::server::DRAINING) => {

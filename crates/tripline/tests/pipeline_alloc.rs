@@ -14,15 +14,10 @@ use tripline::{CircuitBreaker, CircuitBreakerConfig};
 
 const ITERS: u32 = 10_000;
 
-#[test]
-fn the_sync_success_path_does_not_allocate() {
-    let clock = ManualClock::new();
-    let breaker = CircuitBreaker::builder()
-        .config(CircuitBreakerConfig::default())
-        .clock(clock.clone())
-        .build()
-        .expect("success path");
-    let p = Pipeline::builder()
+/// Every stage on: `breaker`, retry with a budget, a bulkhead, attempt and
+/// overall timeouts, on `clock`.
+fn full_pipeline(breaker: CircuitBreaker, clock: &ManualClock) -> Pipeline {
+    Pipeline::builder()
         .circuit_breaker(breaker)
         .retry(RetryConfig::default())
         .budget(
@@ -37,7 +32,18 @@ fn the_sync_success_path_does_not_allocate() {
         })
         .clock(clock.clone())
         .build()
+        .expect("valid config")
+}
+
+#[test]
+fn the_sync_success_path_does_not_allocate() {
+    let clock = ManualClock::new();
+    let breaker = CircuitBreaker::builder()
+        .config(CircuitBreakerConfig::default())
+        .clock(clock.clone())
+        .build()
         .expect("success path");
+    let p = full_pipeline(breaker, &clock);
     let upstream = Deadline::after(&clock, Duration::from_secs(5));
     // Warm up (thread-locals, lazily built statics).
     for _ in 0..10 {
@@ -88,22 +94,7 @@ fn the_tower_layers_success_path_does_not_allocate() {
         .clock(clock.clone())
         .build()
         .expect("valid config");
-    let p = Pipeline::builder()
-        .circuit_breaker(breaker.clone())
-        .retry(RetryConfig::default())
-        .budget(
-            RetryBudget::with_clock(RetryBudgetConfig::default(), clock.clone())
-                .expect("valid config"),
-        )
-        .bulkhead(Bulkhead::try_new(BulkheadConfig::default()).expect("valid config"))
-        .timeouts(TimeoutConfig {
-            per_attempt: Some(Duration::from_millis(100)),
-            overall: Some(Duration::from_secs(1)),
-            ..Default::default()
-        })
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
+    let p = full_pipeline(breaker.clone(), &clock);
     let echo = || tower::service_fn(|x: u32| std::future::ready(Ok::<_, std::io::Error>(x)));
     let mut pipeline = PipelineLayer::new(p).layer(echo());
     let mut guarded = CircuitBreakerLayer::new(breaker.clone()).layer(echo());

@@ -127,7 +127,7 @@ impl Applier {
                 .is_some_and(|m| m.breaker().is_none());
             let clock = self.shared.clock.clone();
             let shadow = match family {
-                true => Shadow::family(config.clone(), clock),
+                true => Ok(Shadow::family(config.clone(), clock)),
                 false => Shadow::one(config.clone(), clock),
             };
             // Validated with the document: building a twin cannot fail.

@@ -47,20 +47,15 @@ impl Shadow {
         Twin::new(config, clock).map(Shadow::One)
     }
 
-    /// The shadow of a family whose members will run `config`. The config
-    /// is built once here so a config no twin could run is refused before
-    /// the shadow starts, not on the first member's outcome.
-    pub(crate) fn family(
-        config: CircuitBreakerConfig,
-        clock: SharedClock,
-    ) -> Result<Self, ConfigError> {
-        drop(Twin::new(config.clone(), clock.clone())?);
-        Ok(Shadow::Family(Box::new(FamilyTwins {
+    /// The shadow of a family whose members will run `config` (validated
+    /// with its document, like a single breaker's).
+    pub(crate) fn family(config: CircuitBreakerConfig, clock: SharedClock) -> Self {
+        Shadow::Family(Box::new(FamilyTwins {
             config,
             clock,
             members: Mutex::new(HashMap::new()),
             unjudged: AtomicU64::new(0),
-        })))
+        }))
     }
 }
 
@@ -85,10 +80,16 @@ impl FamilyTwins {
             self.unjudged.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        // Validated when the shadow started: building cannot fail now.
-        if let Ok(twin) = Twin::new(self.config.clone(), self.clock.clone()) {
-            twin.observe(outcome, elapsed);
-            members.insert(key.to_owned(), twin);
+        // The config was validated with its document, so building cannot
+        // fail; were it to, the outcome is counted as unjudged, not lost.
+        match Twin::new(self.config.clone(), self.clock.clone()) {
+            Ok(twin) => {
+                twin.observe(outcome, elapsed);
+                members.insert(key.to_owned(), twin);
+            }
+            Err(_) => {
+                self.unjudged.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 

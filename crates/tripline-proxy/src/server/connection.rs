@@ -3,7 +3,8 @@
 //! hyper keeps an HTTP/1 connection's read buffer (8 KiB and up), its
 //! write buffer, a cached header map and its header-read timer allocated
 //! between requests: 17–20 KiB per idle keep-alive connection, so 10 000
-//! idle clients cost ~200 MiB (4.3 KiB each parked: benches/README.md). HAProxy and nginx give their buffers
+//! idle clients cost ~200 MiB (a few KiB each parked: benches/README.md).
+//! HAProxy and nginx give their buffers
 //! back while a connection waits; this module does the same on hyper's
 //! public API.
 //!
@@ -160,11 +161,10 @@ pub(crate) struct Activity {
 
 impl Activity {
     fn sample(&self) -> (usize, usize, usize) {
-        let finished = self.finished.load(Ordering::Relaxed);
         (
             self.reads.load(Ordering::Relaxed),
             self.started.load(Ordering::Relaxed),
-            finished,
+            self.finished.load(Ordering::Relaxed),
         )
     }
 }
@@ -287,18 +287,8 @@ pub(crate) async fn serve<S: Park>(
         let io = TokioIo::new(Replay::new(first, io, activity));
         // Boxed, like HTTP/1's: the task is as large as its largest
         // state, and a parked HTTP/1 connection must not pay for HTTP/2's.
-        let mut conn = Box::pin(settings.http2.serve_connection(io, service));
-        // As `serve_until_cut!` does, through the box.
-        tokio::select! {
-            _ = conn.as_mut() => {}
-            _ = reached(&mut stop, DRAINING) => {
-                conn.as_mut().graceful_shutdown();
-                tokio::select! {
-                    _ = conn.as_mut() => {}
-                    _ = reached(&mut stop, CUT) => {}
-                }
-            }
-        }
+        let conn = Box::pin(settings.http2.serve_connection(io, service));
+        serve_until_cut!(conn, &mut stop);
     } else {
         serve_http1(io, first, service, &settings, &activity, &gauge, &mut stop).await;
     }

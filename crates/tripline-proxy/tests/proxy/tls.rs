@@ -163,16 +163,20 @@ pub async fn get_over_tls(
     (version, status, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// A TLS listener with `pki`'s certificate in front of a plain `upstream`.
+fn tls_listener_config(pki: &Pki, upstream: SocketAddr) -> String {
+    format!(
+        "[[listeners]]\naddress = \"127.0.0.1:0\"\ntls = {{ cert = {}, key = {} }}\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{upstream}\"]\n",
+        toml_path(&pki.path("cert.pem")),
+        toml_path(&pki.path("key.pem")),
+    )
+}
+
 #[tokio::test]
 async fn http1_and_http2_clients_over_tls_share_one_listener() {
     let pki = Pki::new();
     let upstream = Upstream::start(|_| respond(200, "plain upstream")).await;
-    let text = format!(
-        "[[listeners]]\naddress = \"127.0.0.1:0\"\ntls = {{ cert = {}, key = {} }}\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{}\"]\n",
-        toml_path(&pki.path("cert.pem")),
-        toml_path(&pki.path("key.pem")),
-        upstream.addr
-    );
+    let text = tls_listener_config(&pki, upstream.addr);
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let url = format!("https://localhost:{}/", addr.port());
 
@@ -203,12 +207,7 @@ async fn the_forwarded_proto_is_https_over_a_tls_listener() {
         http::Response::new(Full::new(Bytes::from(seen)))
     })
     .await;
-    let text = format!(
-        "[[listeners]]\naddress = \"127.0.0.1:0\"\ntls = {{ cert = {}, key = {} }}\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"{}\"]\n",
-        toml_path(&pki.path("cert.pem")),
-        toml_path(&pki.path("key.pem")),
-        upstream.addr
-    );
+    let text = tls_listener_config(&pki, upstream.addr);
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let url = format!("https://localhost:{}/", addr.port());
     for alpn in [&b"http/1.1"[..], b"h2"] {
