@@ -7,6 +7,10 @@
 //! (one apply per burst of writes) and a content hash skips documents
 //! already seen, so a save that touches the file twice applies once. A
 //! file that is briefly missing (mid-rename) keeps the last good config.
+//! So does an empty file: writing a file in place truncates it first, and a
+//! debounce window that closes between the truncation and the write would
+//! otherwise apply an empty document (seen on a loaded CI machine). A fleet
+//! that means "no breakers" says so with a document, not with zero bytes.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -91,6 +95,13 @@ impl FileReader {
                 return;
             }
         };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            // Not hashed: if the write that follows restores the content in
+            // force, it is rightly skipped as already applied.
+            tracing::warn!(path = %self.path.display(),
+                "tripline-config: config file is empty (mid-write?), last good config kept");
+            return;
+        }
         let hash = fnv1a(&bytes);
         {
             let mut last = self

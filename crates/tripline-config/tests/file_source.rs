@@ -61,3 +61,33 @@ fn writes_to_the_watched_file_are_applied_and_bad_ones_refused() {
     assert_eq!(breaker.config().minimum_calls, 12);
     assert_eq!(applier.version(), 3);
 }
+
+#[test]
+fn an_empty_file_is_a_write_in_progress_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    // What a reader sees between an in-place write's truncation and its data.
+    std::fs::write(&path, "").unwrap();
+
+    let applier = Applier::builder().instance_id("web-1").build();
+    let (tx, records) = mpsc::channel();
+    applier.subscribe(move |r| {
+        let _ = tx.send(r.clone());
+    });
+    let _source = FileSource::watch(&path, applier.clone(), Duration::from_millis(50)).unwrap();
+    assert_eq!(
+        applier.version(),
+        0,
+        "an empty file is neither applied nor refused"
+    );
+    assert!(records.try_recv().is_err());
+
+    std::fs::write(&path, doc("", "payments", 4, 0.5)).unwrap();
+    let record = next(&records);
+    assert_eq!(record.action, AuditAction::Applied);
+    assert_eq!(
+        applier.breaker("payments").unwrap().config().minimum_calls,
+        4
+    );
+    assert_eq!(applier.version(), 1);
+}
