@@ -1,7 +1,10 @@
 //! The clients that carry requests to a cluster's endpoints.
 //!
 //! Cleartext clusters share two clients (HTTP/1.1 and h2c): their pools
-//! are keyed by endpoint address anyway. A TLS cluster has a client of its
+//! are keyed by endpoint address anyway. The HTTP/1.1 one is the proxy's
+//! own per-thread pool on hyper's `conn::http1` ([`Http1Pool`]: the
+//! common case, and the request path's largest cost under hyper-util's
+//! pooled client); h2c and TLS use hyper-util's. A TLS cluster has a client of its
 //! own, because its trust roots, server name and ALPN are its own; its
 //! pool keeps HTTP/1.1 connections alive per endpoint, and an endpoint
 //! that picks `h2` by ALPN gets one multiplexed HTTP/2 connection instead
@@ -10,56 +13,112 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use http::Request;
 use http::request::Parts;
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, ResolveServerName};
+use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::ServerName;
 
-use crate::body::ProxyBody;
+use crate::body::{BoxError, ProxyBody};
 use crate::config::{ConfigError, ProxyConfig, UpstreamProtocol};
+
+mod http1_pool;
+
+pub(crate) use http1_pool::Http1Pool;
 
 /// How one cluster's requests are sent: cheap to clone, clones share the pool.
 #[derive(Clone)]
 pub(crate) enum Upstream {
-    /// Cleartext: HTTP/1.1, or h2c when the cluster says so.
-    Plain(Client<HttpConnector, ProxyBody>),
+    /// Cleartext HTTP/1.1, on the proxy's own pool.
+    Http1(Http1Pool),
+    /// Cleartext h2c.
+    H2c(Client<HttpConnector, ProxyBody>),
     /// HTTPS, HTTP/2 when ALPN picks it.
     Tls(Client<HttpsConnector<HttpConnector>, ProxyBody>),
 }
 
-impl Upstream {
-    /// The scheme of the URIs this client takes.
-    pub(crate) fn scheme(&self) -> Scheme {
-        match self {
-            Upstream::Plain(_) => Scheme::HTTP,
-            Upstream::Tls(_) => Scheme::HTTPS,
+/// Why a request got no answer from its endpoint.
+#[derive(Debug)]
+pub(crate) struct UpstreamError {
+    connect: bool,
+    source: BoxError,
+}
+
+impl UpstreamError {
+    fn connect(source: impl Into<BoxError>) -> Self {
+        UpstreamError {
+            connect: true,
+            source: source.into(),
         }
     }
 
+    fn other(source: impl Into<BoxError>) -> Self {
+        UpstreamError {
+            connect: false,
+            source: source.into(),
+        }
+    }
+
+    /// No connection could be made: nothing reached the endpoint.
+    pub(crate) fn is_connect(&self) -> bool {
+        self.connect
+    }
+}
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl From<hyper_util::client::legacy::Error> for UpstreamError {
+    fn from(e: hyper_util::client::legacy::Error) -> Self {
+        UpstreamError {
+            connect: e.is_connect(),
+            source: e.into(),
+        }
+    }
+}
+
+impl Upstream {
     /// The URI of `parts`'s request at the endpoint `address`: the path
     /// and query are the client's own, shared rather than copied and
-    /// parsed again; only the endpoint's `host:port` is parsed.
+    /// parsed again. The own HTTP/1.1 pool takes it in origin form (the
+    /// endpoint is given apart); hyper-util's clients find the endpoint
+    /// in an absolute URI, so only they parse the `host:port`.
     pub(crate) fn uri(&self, address: &str, parts: &Parts) -> Result<Uri, http::Error> {
         let mut uri = http::uri::Parts::default();
-        uri.scheme = Some(self.scheme());
-        uri.authority = Some(Authority::try_from(address)?);
         uri.path_and_query = Some(match parts.uri.path_and_query() {
             Some(p) => p.clone(),
             None => PathAndQuery::from_static("/"),
         });
+        let scheme = match self {
+            Upstream::Http1(_) => return Ok(Uri::from_parts(uri)?),
+            Upstream::H2c(_) => Scheme::HTTP,
+            Upstream::Tls(_) => Scheme::HTTPS,
+        };
+        uri.scheme = Some(scheme);
+        uri.authority = Some(Authority::try_from(address)?);
         Ok(Uri::from_parts(uri)?)
     }
 
-    /// Sends `request` (its URI names the endpoint) on a pooled
-    /// connection, or a new one.
-    pub(crate) fn request(&self, request: Request<ProxyBody>) -> ResponseFuture {
+    /// Sends `request` (its URI from [`Upstream::uri`]) to the endpoint at
+    /// `address` on a pooled connection, or a new one.
+    pub(crate) async fn request(
+        &self,
+        address: &str,
+        request: Request<ProxyBody>,
+    ) -> Result<Response<ProxyBody>, UpstreamError> {
+        let boxed = |r: Response<Incoming>| r.map(|b| b.map_err(Into::into).boxed());
         match self {
-            Upstream::Plain(client) => client.request(request),
-            Upstream::Tls(client) => client.request(request),
+            Upstream::Http1(pool) => pool.send(address, request).await,
+            Upstream::H2c(client) => Ok(boxed(client.request(request).await?)),
+            Upstream::Tls(client) => Ok(boxed(client.request(request).await?)),
         }
     }
 }
@@ -95,7 +154,11 @@ pub(crate) fn build(
             .pool_max_idle_per_host(p.pool_max_idle_per_endpoint);
         builder
     };
-    let http1 = pooled().build(connector.clone());
+    let http1 = Http1Pool::new(
+        p.connect_timeout,
+        p.pool_idle_timeout,
+        p.pool_max_idle_per_endpoint,
+    );
     let h2c = pooled().http2_only(true).build(connector.clone());
     let mut all = BTreeMap::new();
     for (name, section) in &config.clusters {
@@ -105,8 +168,8 @@ pub(crate) fn build(
         }
         let names = ResolvedNames::default();
         let upstream = match (&section.tls, section.protocol) {
-            (None, UpstreamProtocol::Http1) => Upstream::Plain(http1.clone()),
-            (None, UpstreamProtocol::H2c) => Upstream::Plain(h2c.clone()),
+            (None, UpstreamProtocol::Http1) => Upstream::Http1(http1.clone()),
+            (None, UpstreamProtocol::H2c) => Upstream::H2c(h2c.clone()),
             (Some(tls), _) => {
                 let at = format!("clusters.{name}");
                 let client_config = crate::tls::client_config(&at, tls)?;

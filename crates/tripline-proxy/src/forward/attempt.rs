@@ -187,23 +187,21 @@ pub(super) async fn send(
     let Ready { lease, body } = ready;
     let shadow = crate::config_source::endpoint_shadow_feed(proxy, route, lease.endpoint().id());
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
-    let Ok(uri) = route.upstream.uri(lease.endpoint().address(), parts) else {
+    let address = lease.endpoint().address();
+    let Ok(uri) = route.upstream.uri(address, parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
-    let request = upstream_request(parts, uri, body, deadline);
+    let request = upstream_request(parts, uri, address, body, deadline);
     let limit = match (route.timeout.per_try, remaining) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let fault = proxy
-        .faults
-        .roll(&route.name, parts, lease.endpoint().address());
+    let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
         match fault.abort() {
             Some(answer) => Ok(answer),
-            None => (route.upstream.request(request).await)
-                .map(|r| r.map(|b| b.map_err(Into::into).boxed())),
+            None => route.upstream.request(address, request).await,
         }
     };
     let result = match limit {
@@ -295,11 +293,12 @@ fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
     }
 }
 
-/// The request for the endpoint `uri` names: same method, path, query
+/// The request for the endpoint at `address`: same method, path, query
 /// and (already cleaned) headers, the remaining deadline forwarded.
 fn upstream_request(
     parts: &Parts,
     uri: Uri,
+    address: &str,
     body: ProxyBody,
     deadline: Option<Deadline>,
 ) -> Request<ProxyBody> {
@@ -308,14 +307,13 @@ fn upstream_request(
     *request.uri_mut() = uri;
     *request.headers_mut() = parts.headers.clone();
     // An HTTP/2 client names the host in the URI, not in `Host`: keep it
-    // for the upstream (otherwise the endpoint's address would be sent).
-    if !request.headers().contains_key(header::HOST)
-        && let Some(v) = parts
-            .uri
-            .authority()
-            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
-    {
-        request.headers_mut().insert(header::HOST, v);
+    // for the upstream. An HTTP/1.0 client may name none: the endpoint's
+    // address is sent, as an HTTP/1.1 request must carry one.
+    if !request.headers().contains_key(header::HOST) {
+        let host = parts.uri.authority().map_or(address, |a| a.as_str());
+        if let Ok(v) = http::HeaderValue::from_str(host) {
+            request.headers_mut().insert(header::HOST, v);
+        }
     }
     if let Some(d) = deadline {
         d.write_headers(request.headers_mut(), &TokioClock);

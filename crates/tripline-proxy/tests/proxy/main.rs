@@ -33,3 +33,4 @@ mod scrape;
 mod support;
 mod tls;
 mod upstream_failures;
+mod upstream_pool;
