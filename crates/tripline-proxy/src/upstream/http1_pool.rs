@@ -257,10 +257,12 @@ async fn sweep(shared: Weak<Shared>, idle_timeout: Duration) {
         };
         let now = Instant::now();
         for slot in 0..shared.slots.len() {
-            shared
-                .lock(slot)
-                .values_mut()
-                .for_each(|list| list.idle.retain(|idle| shared.usable(idle, now)));
+            // An emptied list goes too: DNS re-resolution moves endpoints
+            // to new addresses, and the old ones' keys must not pile up.
+            shared.lock(slot).retain(|_, list| {
+                list.idle.retain(|idle| shared.usable(idle, now));
+                !list.idle.is_empty()
+            });
         }
     }
 }
