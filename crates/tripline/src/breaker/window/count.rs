@@ -20,10 +20,17 @@
 //!
 //! # Hot path
 //!
-//! A success that lands on a slot already holding a success of the current
-//! generation changes nothing: one `fetch_add` on the cursor, two loads.
-//! Only failures, slow calls and the first lap after a reset CAS the slot
-//! and the aggregate.
+//! A success recorded while the window holds no failure and no slow call
+//! is one `fetch_add` on the cursor and one load of the aggregate: it
+//! touches no slot. A success only ever needs to write its slot to evict a
+//! failure or slow call of the current generation, and the aggregate says
+//! there is none: every slot holds a success of this generation or counts
+//! as empty (an older generation's), which is the same to every count, to
+//! `recent` and to the trip decision, while `calls` comes from the cursor.
+//! A bad call placed in the same slot a lap earlier by a writer preempted
+//! for that whole lap is the lap race below, already tolerated. Failures,
+//! slow calls and successes while a bad call is in the window CAS their
+//! slot, and the aggregate when the slot's bits change.
 //!
 //! # Concurrency argument
 //!
@@ -126,6 +133,9 @@ impl CountWindow {
     #[inline(always)]
     pub(crate) fn record(&self, bits: u8) {
         let p = self.cursor.fetch_add(1, Ordering::Relaxed);
+        if bits == 0 && !self.has_bad_calls() {
+            return; // see "Hot path"
+        }
         if bits != 0 {
             self.count_total(bits);
         }
@@ -273,6 +283,29 @@ mod tests {
                 assert_eq!(w.slot_of(p) as u64, (p as u32 as u64) % u64::from(size));
             }
         }
+    }
+
+    #[test]
+    fn clean_successes_take_positions_without_touching_slots() {
+        let w = CountWindow::new(3);
+        w.record(FAILURE);
+        w.reset();
+        // The failure's slot keeps the old generation: it reads as empty.
+        w.record(0);
+        w.record(0);
+        assert_eq!(w.recent(3), [0, 0]);
+        assert_eq!(w.snapshot().calls, 2);
+        w.record(SLOW);
+        assert_eq!(w.recent(3), [0, 0, SLOW]);
+        // With a bad call in the window, successes write their slots: the
+        // third one evicts the slow call.
+        for _ in 0..3 {
+            w.record(0);
+        }
+        let s = w.snapshot();
+        assert_eq!((s.calls, s.slow, s.failures), (3, 0, 0));
+        assert_eq!(w.recent(3), [0, 0, 0]);
+        assert_eq!(w.totals().calls, 7);
     }
 
     #[test]
