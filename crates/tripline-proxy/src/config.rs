@@ -127,8 +127,9 @@ pub struct ProxySection {
     /// descriptor and a parked socket, and a client that went away
     /// without closing must not hold them for ever. Counted from the end
     /// of the last answer (an idle connection is parked meanwhile, see
-    /// the README); HTTP/2 connections are not parked and keep hyper's own
-    /// handling. A listener's own `keep_alive_timeout` overrides it.
+    /// the README). An HTTP/2 connection (never parked) is closed with
+    /// GOAWAY once it has had no open stream for as long (its PINGs do
+    /// not count as use). A listener's own `keep_alive_timeout` overrides it.
     #[serde(with = "tripline::clock::duration_serde")]
     pub keep_alive_timeout: Duration,
     /// How long connecting to an endpoint may take; a connect that takes

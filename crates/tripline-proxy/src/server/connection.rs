@@ -11,7 +11,9 @@
 //! The connection's first bytes say its protocol (the HTTP/2 preface, or
 //! anything else: HTTP/1). HTTP/2 is served by hyper to its end, unparked
 //! (its frames multiplex streams, so there is no "between requests" to
-//! park in). HTTP/1 is served by [`hyper::server::conn::http1`] in a loop:
+//! park in), and closed with GOAWAY once it has had no open stream for
+//! the keep-alive timeout ([`no_stream_for`]). HTTP/1 is served by
+//! [`hyper::server::conn::http1`] in a loop:
 //!
 //! 1. A hyper connection serves requests (pipelined ones included) while
 //!    the connection's [`Activity`] is watched: bytes read from the
@@ -94,7 +96,8 @@ pub(crate) struct Settings {
     /// The listener's header read timeout (also bounds the TLS handshake
     /// and the protocol sniff).
     pub(crate) header_read_timeout: Duration,
-    /// How long an idle HTTP/1 connection is kept.
+    /// How long an idle connection is kept: an HTTP/1 one between
+    /// requests, an HTTP/2 one without an open stream.
     keep_alive_timeout: Duration,
 }
 
@@ -284,13 +287,55 @@ pub(crate) async fn serve<S: Park>(
     let gauge = inner.metrics.parked.clone();
     let service = service(inner, peer, conflict, activity.clone());
     if h2 {
-        let io = TokioIo::new(Replay::new(first, io, activity));
+        let io = TokioIo::new(Replay::new(first, io, activity.clone()));
         // Boxed, like HTTP/1's: the task is as large as its largest
         // state, and a parked HTTP/1 connection must not pay for HTTP/2's.
-        let conn = Box::pin(settings.http2.serve_connection(io, service));
-        serve_until_cut!(conn, &mut stop);
+        let mut conn = Box::pin(settings.http2.serve_connection(io, service));
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = no_stream_for(&activity, settings.keep_alive_timeout) => {
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = reached(&mut stop, DRAINING) => conn.as_mut().graceful_shutdown(),
+        }
+        // GOAWAY sent: the streams still open finish, up to the cut.
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = reached(&mut stop, CUT) => {}
+        }
     } else {
         serve_http1(io, first, service, &settings, &activity, &gauge, &mut stop).await;
+    }
+}
+
+/// Returns once an HTTP/2 connection has had no open stream for
+/// `timeout`: its keep-alive timeout, as an idle HTTP/1 connection's.
+/// Streams, not bytes, are what count: a client's PINGs keep the
+/// connection alive at the TCP level, but they do not keep it in use
+/// (Envoy's `idle_timeout` counts the same way). Sampled four times per
+/// timeout, so the close comes between one and 1.25 timeouts after the
+/// last stream ended; an idle connection costs a timer wake-up per
+/// quarter timeout.
+async fn no_stream_for(activity: &Activity, timeout: Duration) {
+    let streams = || {
+        let (_, started, finished) = activity.sample();
+        (started, finished)
+    };
+    let step = timeout / 4;
+    let mut seen = streams();
+    let mut quiet = Duration::ZERO;
+    loop {
+        tokio::time::sleep(step).await;
+        let now = streams();
+        if now == seen && now.0 == now.1 {
+            quiet += step;
+            if quiet >= timeout {
+                return;
+            }
+        } else {
+            seen = now;
+            quiet = Duration::ZERO;
+        }
     }
 }
 

@@ -353,3 +353,92 @@ async fn http2_connections_are_served_and_never_parked() {
     drop(h2);
     assert!(running.shutdown().await.complete);
 }
+
+/// An HTTP/2 client connection straight on hyper's `conn::http2`, so the
+/// test sees when the proxy closes it.
+async fn h2_connection(
+    addr: SocketAddr,
+) -> (
+    hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    tokio::task::JoinHandle<hyper::Result<()>>,
+) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    (send, tokio::spawn(conn))
+}
+
+async fn h2_get(
+    send: &mut hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+    path: &str,
+) -> (u16, String) {
+    use http_body_util::BodyExt;
+    let req = http::Request::get(format!("http://{addr}{path}"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = timeout(BOUND, send.send_request(req))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_http2_connection_without_streams_is_closed_after_the_keep_alive_timeout() {
+    let _pace = pace();
+    let upstream = echo_path().await;
+    let config = text(upstream.addr, "keep_alive_timeout = \"4s\"", "");
+    let (_proxy, running, addr, _clock) = start_proxy(&config).await;
+    let (mut send, conn) = h2_connection(addr).await;
+    assert_eq!(h2_get(&mut send, addr, "/one").await, (200, "/one".into()));
+    // Used again before the timeout: the count starts over.
+    sleep(Duration::from_secs(3)).await;
+    assert_eq!(h2_get(&mut send, addr, "/two").await, (200, "/two".into()));
+    let answered = Instant::now();
+    timeout(BOUND, conn)
+        .await
+        .expect("the proxy closes the idle HTTP/2 connection")
+        .unwrap()
+        .unwrap();
+    let idle = answered.elapsed();
+    // Sampled every quarter timeout: between 4 and 5 s after the last stream.
+    assert!(
+        idle >= Duration::from_secs(4) && idle <= Duration::from_secs(6),
+        "{idle:?}"
+    );
+    assert_eq!(upstream.hits(), 2);
+    assert!(running.shutdown().await.complete);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_http2_stream_open_past_the_keep_alive_timeout_keeps_its_connection() {
+    let _pace = pace();
+    // The endpoint answers after 6 s, past the 2 s keep-alive timeout.
+    let slow = raw_upstream(|mut s| async move {
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf).await;
+        sleep(Duration::from_secs(6)).await;
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nslow")
+            .await;
+    })
+    .await;
+    let config = text(slow, "keep_alive_timeout = \"2s\"", "");
+    let (_proxy, running, addr, _clock) = start_proxy(&config).await;
+    let (mut send, conn) = h2_connection(addr).await;
+    assert_eq!(h2_get(&mut send, addr, "/").await, (200, "slow".into()));
+    // No GOAWAY came while the stream was open: the connection takes
+    // another request (a GOAWAY'd one would refuse it).
+    assert_eq!(h2_get(&mut send, addr, "/").await, (200, "slow".into()));
+    assert!(!conn.is_finished());
+    drop(send);
+    drop(conn);
+    assert!(running.shutdown().await.complete);
+}
