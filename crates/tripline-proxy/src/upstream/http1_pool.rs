@@ -190,7 +190,14 @@ impl Http1Pool {
                     idle: Vec::new(),
                 })
                 .idle;
-            list.retain(|idle| shared.usable(idle, now));
+            // Stale entries are dropped by checkouts and the sweeper; a full
+            // list is cleaned here first, so that dead connections (an
+            // endpoint closing idle ones sooner than we do) never take the
+            // place of a live one. Not on every return: with 64 idle
+            // connections that scan would cost more than the pool saves.
+            if list.len() >= shared.max_idle {
+                list.retain(|idle| shared.usable(idle, now));
+            }
             if list.len() >= shared.max_idle {
                 return; // dropping the sender closes the connection
             }
