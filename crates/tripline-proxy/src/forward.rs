@@ -248,7 +248,7 @@ impl Finish {
             }
             drop(bulkhead);
         };
-        tried.into_response(route, Box::new(settle_route))
+        tried.into_response(route, settle_route)
     }
 }
 
@@ -262,7 +262,7 @@ pub(crate) async fn answer_from(
     deadline: Option<Deadline>,
 ) -> Response<ProxyBody> {
     let tried = attempt::try_once(proxy, route, parts, body, deadline, &mut Vec::new()).await;
-    tried.into_response(route, Box::new(|_| {}))
+    tried.into_response(route, |_| {})
 }
 
 fn elapsed(start: tokio::time::Instant) -> Duration {

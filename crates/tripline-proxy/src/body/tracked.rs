@@ -14,15 +14,18 @@ use super::BoxError;
 /// leases, permits — is released neutrally by being dropped).
 pub type OnEnd = Box<dyn FnOnce(bool) + Send + Sync>;
 
-/// Wraps a body and calls an [`OnEnd`] once, at its end.
-pub struct Tracked<B> {
+/// Wraps a body and calls `on_end` ([`OnEnd`] or any such closure) once,
+/// at its end. Generic over the closure so that the proxy's own answers
+/// keep it inline, in the one allocation of their boxed body, rather than
+/// boxing it apart on every response.
+pub struct Tracked<B, F = OnEnd> {
     inner: B,
-    on_end: Option<OnEnd>,
+    on_end: Option<F>,
 }
 
-impl<B: Body + Unpin> Tracked<B> {
+impl<B: Body + Unpin, F: FnOnce(bool)> Tracked<B, F> {
     /// Wraps `inner`; a body already at its end reports at once.
-    pub fn new(inner: B, on_end: OnEnd) -> Self {
+    pub fn new(inner: B, on_end: F) -> Self {
         if inner.is_end_stream() {
             on_end(true);
             return Tracked {
@@ -43,10 +46,11 @@ impl<B: Body + Unpin> Tracked<B> {
     }
 }
 
-impl<B> Body for Tracked<B>
+impl<B, F> Body for Tracked<B, F>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
+    F: FnOnce(bool) + Unpin,
 {
     type Data = Bytes;
     type Error = BoxError;

@@ -77,7 +77,7 @@ impl Tried {
     pub(super) fn into_response(
         self,
         route: &Route,
-        settle_route: Box<dyn FnOnce(EndpointOutcome) + Send + Sync>,
+        settle_route: impl FnOnce(EndpointOutcome) + Send + Sync + Unpin + 'static,
     ) -> Response<ProxyBody> {
         match self {
             Tried::Answered {
@@ -91,18 +91,15 @@ impl Tried {
                 // A gRPC answer's outcome may come in its trailers.
                 let (body, trailers) = grpc::watch(&parts.headers, body);
                 let grpc = route.guard.grpc;
-                let body = Tracked::new(
-                    body,
-                    Box::new(move |ok| {
-                        let outcome = match (ok, trailers.code()) {
-                            (false, _) => EndpointOutcome::LocalOriginFailure,
-                            (true, Some(code)) if !outcome.is_failure() => grpc.outcome(code),
-                            (true, _) => outcome,
-                        };
-                        record(lease, outcome, shadow);
-                        settle_route(outcome);
-                    }),
-                );
+                let body = Tracked::new(body, move |ok: bool| {
+                    let outcome = match (ok, trailers.code()) {
+                        (false, _) => EndpointOutcome::LocalOriginFailure,
+                        (true, Some(code)) if !outcome.is_failure() => grpc.outcome(code),
+                        (true, _) => outcome,
+                    };
+                    record(lease, outcome, shadow);
+                    settle_route(outcome);
+                });
                 Response::from_parts(parts, body.boxed())
             }
             Tried::Settled { response, outcome } => {
