@@ -27,7 +27,7 @@ use super::config::CircuitBreakerConfig;
 use super::counters::Counters;
 use super::event::EventHub;
 use super::half_open::ramp::RampRound;
-use super::half_open::{HalfOpenRound, SlowProbes};
+use super::half_open::{HalfOpenRound, QuotaRules, SlowProbes};
 use super::state::{State, Word};
 use super::stripe::Padded;
 use super::window::{Totals, Window, WindowCell, WindowSnapshot};
@@ -77,6 +77,12 @@ struct HotWords {
     plain_failure_rate: AtomicU64,
     /// The slow-call-rate threshold of the plain rule, as `f64` bits.
     plain_slow_rate: AtomicU64,
+    /// The half-open quota rules when they are all the half-open paths
+    /// need ([`Settings::plain_quota`]), 0 otherwise: a probe's admission,
+    /// settlement and round decision then read this word instead of
+    /// loading the settings (a load costs ~50 instructions, several per
+    /// probe round).
+    plain_quota: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -134,6 +140,7 @@ impl Inner {
                 plain_rule: AtomicU64::new(0),
                 plain_failure_rate: AtomicU64::new(0),
                 plain_slow_rate: AtomicU64::new(0),
+                plain_quota: AtomicU64::new(0),
             }),
             windows: WindowCell::new(Window::new(&config.window, stripes)),
             name: Arc::from(name),
@@ -218,6 +225,27 @@ impl Inner {
             .plain_slow_rate
             .store(rule.slow_rate.to_bits(), Ordering::Relaxed);
         self.hot.plain_rule.store(rule.word, Ordering::Release);
+        let quota = self.settings.with(Settings::plain_quota);
+        self.hot.plain_quota.store(quota, Ordering::Release);
+    }
+
+    /// `min_state_duration` in nanoseconds: 0 without loading the
+    /// settings when the plain quota word is set (it implies none).
+    #[inline]
+    pub(crate) fn min_state_nanos(&self) -> u64 {
+        if self.hot.plain_quota.load(Ordering::Acquire) != 0 {
+            return 0;
+        }
+        self.settings.with(Settings::min_state_nanos)
+    }
+
+    /// The half-open quota rules and `max_half_open_duration` (nanos) from
+    /// the hot words, when they are all the half-open paths need (see
+    /// [`Settings::plain_quota`]).
+    #[inline]
+    pub(crate) fn plain_quota(&self) -> Option<(QuotaRules, Option<u64>)> {
+        let word = self.hot.plain_quota.load(Ordering::Acquire);
+        (word != 0).then(|| QuotaRules::from_word(word))
     }
 
     /// Sets the slow-call threshold from the config: fixed, the learned

@@ -134,7 +134,51 @@ pub(crate) enum QuotaRules {
     Permits { calls: u64, fail_limit: u64 },
 }
 
+/// A packed [`QuotaRules`] is never 0 (bit 63 is set), so 0 can mean "none".
+const QUOTA_SET: u64 = 1 << 63;
+const QUOTA_PERMITS: u64 = 1 << 62;
+/// Each count gets 16 bits; a policy with a larger count is not packed.
+const QUOTA_FIELD: u64 = 0xFFFF;
+/// `max_half_open_duration` in whole milliseconds plus one (0: none), in
+/// the 30 bits above the counts.
+const QUOTA_MAX_SHIFT: u32 = 32;
+const QUOTA_MAX_FIELD: u64 = (1 << 30) - 1;
+
 impl QuotaRules {
+    /// The rules and the round's time limit (`max_half_open_nanos`) in one
+    /// word for a breaker's hot words (never 0), or `None` when a count
+    /// does not fit in 16 bits or the limit is not whole milliseconds under
+    /// ~12 days.
+    pub(crate) fn to_word(self, max_half_open_nanos: Option<u64>) -> Option<u64> {
+        let (kind, a, b) = match self {
+            QuotaRules::Consecutive { successes } => (0, successes, 0),
+            QuotaRules::Permits { calls, fail_limit } => (QUOTA_PERMITS, calls, fail_limit),
+        };
+        let max = match max_half_open_nanos {
+            None => 0,
+            Some(n) if n % 1_000_000 == 0 && n / 1_000_000 < QUOTA_MAX_FIELD => n / 1_000_000 + 1,
+            Some(_) => return None,
+        };
+        (a <= QUOTA_FIELD && b <= QUOTA_FIELD)
+            .then_some(QUOTA_SET | kind | max << QUOTA_MAX_SHIFT | b << 16 | a)
+    }
+
+    /// The rules and time limit of a word from [`QuotaRules::to_word`].
+    #[inline]
+    pub(crate) fn from_word(word: u64) -> (QuotaRules, Option<u64>) {
+        let a = word & QUOTA_FIELD;
+        let rules = if word & QUOTA_PERMITS == 0 {
+            QuotaRules::Consecutive { successes: a }
+        } else {
+            QuotaRules::Permits {
+                calls: a,
+                fail_limit: (word >> 16) & QUOTA_FIELD,
+            }
+        };
+        let max = (word >> QUOTA_MAX_SHIFT) & QUOTA_MAX_FIELD;
+        (rules, max.checked_sub(1).map(|ms| ms * 1_000_000))
+    }
+
     /// Whether the round admits another probe: never once it has decided
     /// (a decision parked by `min_state_duration` must not keep probing).
     fn admits(self, r: Round) -> bool {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::super::event::Reason;
 use super::super::half_open::ramp::RampAdmission;
-use super::super::half_open::{Decision, Rules};
+use super::super::half_open::{Decision, QuotaRules, Rules};
 use super::super::permit::Rejected;
 use super::super::state::{State, Word};
 use super::{Admission, Entry, Inner, OpenUntil};
@@ -112,19 +112,23 @@ impl Inner {
     /// checked on every admission, so neither a probe that never finishes
     /// nor a round with free slots can keep an expired round alive.
     fn admit_probe(&self, generation: u64, now: Timestamp) -> Probe {
+        let quota = |q: QuotaRules, max: Option<u64>| {
+            let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
+            if max.is_some_and(|max| age >= max) {
+                Probe::TimedOut
+            } else if self.half_open.try_admit(q, generation) {
+                Probe::Admitted
+            } else {
+                Probe::Refused
+            }
+        };
+        if let Some((q, max)) = self.plain_quota() {
+            return quota(q, max);
+        }
         self.settings.with(|s| {
             let max = s.config.max_half_open_duration.map(duration_to_nanos);
             match &s.rules {
-                Rules::Quota(q) => {
-                    let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
-                    if max.is_some_and(|max| age >= max) {
-                        Probe::TimedOut
-                    } else if self.half_open.try_admit(*q, generation) {
-                        Probe::Admitted
-                    } else {
-                        Probe::Refused
-                    }
-                }
+                Rules::Quota(q) => quota(*q, max),
                 Rules::Ramp(r) => match self.ramp.try_admit(r, generation, now, max) {
                     RampAdmission::Admitted => Probe::Admitted,
                     RampAdmission::NotThisTime => Probe::Refused,

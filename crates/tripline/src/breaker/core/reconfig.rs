@@ -93,6 +93,7 @@ impl Inner {
         // in, so none judges by the old plain thresholds under a new config
         // that varies them (a warm-up, say).
         self.hot.plain_rule.store(0, Ordering::Relaxed);
+        self.hot.plain_quota.store(0, Ordering::Relaxed);
         self.settings.store(settings);
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);

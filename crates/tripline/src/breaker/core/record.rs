@@ -3,7 +3,7 @@
 use super::super::baseline::Period;
 use super::super::counters::Counter;
 use super::super::event::Reason;
-use super::super::half_open::{Decision, Rules, Verdict};
+use super::super::half_open::{Decision, QuotaRules, Rules, Verdict};
 use super::super::state::{State, Word};
 use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
 use super::settings::{Effective, reaches};
@@ -251,21 +251,25 @@ impl Inner {
         if w.generation() != generation || w.state() != State::HalfOpen {
             return;
         }
-        let decision = self.settings.with(|s| match &s.rules {
-            Rules::Quota(q) => {
-                if verdict == Verdict::Slow {
-                    self.probe_slow.add(generation, 0);
-                }
-                self.half_open.settle(*q, generation, verdict)
+        let settle_quota = |q: QuotaRules| {
+            if verdict == Verdict::Slow {
+                self.probe_slow.add(generation, 0);
             }
-            Rules::Ramp(r) => {
-                if verdict == Verdict::Slow {
-                    self.probe_slow
-                        .add(generation, self.ramp.step(generation).index);
+            self.half_open.settle(q, generation, verdict)
+        };
+        let decision = match self.plain_quota() {
+            Some((q, _)) => settle_quota(q),
+            None => self.settings.with(|s| match &s.rules {
+                Rules::Quota(q) => settle_quota(*q),
+                Rules::Ramp(r) => {
+                    if verdict == Verdict::Slow {
+                        self.probe_slow
+                            .add(generation, self.ramp.step(generation).index);
+                    }
+                    self.ramp.settle(r, generation, verdict)
                 }
-                self.ramp.settle(r, generation, verdict)
-            }
-        });
+            }),
+        };
         if decision == Decision::Undecided {
             return;
         }
@@ -289,7 +293,7 @@ impl Inner {
         reopen_reason: Reason,
         now: Timestamp,
     ) {
-        let min_state = self.with_settings(|s| s.min_state_nanos());
+        let min_state = self.min_state_nanos();
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
             let code = match (decision, reopen_reason) {
                 (Decision::Close, _) => PENDING_CLOSE,
@@ -333,7 +337,7 @@ impl Inner {
         if p == 0 || p >> 2 != w.generation() {
             return false;
         }
-        let min_state = self.with_settings(|s| s.min_state_nanos());
+        let min_state = self.min_state_nanos();
         if (now - self.entered_at()).as_nanos() < u128::from(min_state) {
             return false;
         }
@@ -350,16 +354,20 @@ impl Inner {
     /// Probes that succeeded too slowly count among the round's failures
     /// for its decision; here they are reported as slow, not failed.
     pub(crate) fn round_snapshot(&self, generation: u64) -> WindowSnapshot {
-        let (successes, failures, step) = self.settings.with(|s| match &s.rules {
-            Rules::Quota(_) => {
-                let r = self.half_open.round(generation);
-                (r.successes, r.failures, 0)
-            }
-            Rules::Ramp(_) => {
-                let step = self.ramp.step(generation);
-                (step.successes, step.failures, step.index)
-            }
-        });
+        let quota = || {
+            let r = self.half_open.round(generation);
+            (r.successes, r.failures, 0)
+        };
+        let (successes, failures, step) = match self.plain_quota() {
+            Some(_) => quota(),
+            None => self.settings.with(|s| match &s.rules {
+                Rules::Quota(_) => quota(),
+                Rules::Ramp(_) => {
+                    let step = self.ramp.step(generation);
+                    (step.successes, step.failures, step.index)
+                }
+            }),
+        };
         let slow = self.probe_slow.count(generation, step).min(failures);
         WindowSnapshot {
             calls: successes + failures,

@@ -94,6 +94,20 @@ impl Settings {
         }
     }
 
+    /// The half-open quota rules and `max_half_open_duration` packed in one
+    /// word when the half-open paths need nothing else of the settings (a
+    /// quota policy, no `min_state_duration`), so admitting, settling and
+    /// deciding probes read it beside the state word instead of loading
+    /// the settings; 0 otherwise.
+    pub(crate) fn plain_quota(&self) -> u64 {
+        match self.rules {
+            Rules::Quota(q) if self.min_state_nanos() == 0 => q
+                .to_word(self.config.max_half_open_duration.map(duration_to_nanos))
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// `min_state_duration` in nanoseconds, 0 when off.
     pub(crate) fn min_state_nanos(&self) -> u64 {
         self.config.min_state_duration.map_or(0, duration_to_nanos)
@@ -284,6 +298,60 @@ mod tests {
             0,
         );
         assert_eq!(held.plain_rule().word, 0);
+    }
+
+    #[test]
+    fn plain_quota_words_carry_the_rules_and_the_round_limit_exactly() {
+        use crate::breaker::config::HalfOpenPolicy;
+        use crate::breaker::half_open::QuotaRules;
+        let with = |half_open, max: Option<Duration>, min_state: Option<Duration>| {
+            Settings::new(
+                CircuitBreakerConfig {
+                    half_open,
+                    max_half_open_duration: max,
+                    min_state_duration: min_state,
+                    ..Default::default()
+                },
+                0,
+            )
+        };
+        // The defaults: a quota policy and a 60 s round limit.
+        let default = Settings::new(CircuitBreakerConfig::default(), 0);
+        let Rules::Quota(rules) = default.rules else {
+            panic!("the default policy is a quota")
+        };
+        let word = default.plain_quota();
+        assert_ne!(word, 0);
+        assert_eq!(
+            QuotaRules::from_word(word),
+            (rules, Some(duration_to_nanos(Duration::from_secs(60))))
+        );
+        let permits = HalfOpenPolicy::Permits {
+            calls: 5,
+            failure_rate_threshold: 0.5,
+        };
+        let s = with(permits.clone(), None, None);
+        assert_eq!(
+            QuotaRules::from_word(s.plain_quota()),
+            (QuotaRules::Permits { calls: 5, fail_limit: 3 }, None)
+        );
+        // What the word cannot say exactly is read from the settings.
+        let sub_ms = Some(Duration::from_micros(1_500));
+        assert_eq!(with(permits.clone(), sub_ms, None).plain_quota(), 0);
+        let held = Some(Duration::from_secs(1));
+        assert_eq!(with(permits, None, held).plain_quota(), 0);
+        let many = HalfOpenPolicy::Consecutive { successes: 70_000 };
+        assert_eq!(with(many, None, None).plain_quota(), 0);
+        let most = QuotaRules::Permits {
+            calls: 0xFFFF,
+            fail_limit: 0xFFFF,
+        };
+        let max = Some((1 << 30) - 2);
+        let word = most.to_word(max.map(|ms: u64| ms * 1_000_000)).unwrap();
+        assert_eq!(
+            QuotaRules::from_word(word),
+            (most, max.map(|ms| ms * 1_000_000))
+        );
     }
 
     #[test]
