@@ -333,7 +333,13 @@ mod tests {
         let s = with(permits.clone(), None, None);
         assert_eq!(
             QuotaRules::from_word(s.plain_quota()),
-            (QuotaRules::Permits { calls: 5, fail_limit: 3 }, None)
+            (
+                QuotaRules::Permits {
+                    calls: 5,
+                    fail_limit: 3
+                },
+                None
+            )
         );
         // What the word cannot say exactly is read from the settings.
         let sub_ms = Some(Duration::from_micros(1_500));
