@@ -26,8 +26,8 @@ use super::baseline::Baseline;
 use super::config::CircuitBreakerConfig;
 use super::counters::Counters;
 use super::event::EventHub;
-use super::half_open::ramp::RampRound;
-use super::half_open::{HalfOpenRound, QuotaRules, SlowProbes};
+use super::half_open::ramp::{RampRound, RampRules};
+use super::half_open::{HalfOpenRound, QuotaRules, Rules, SlowProbes};
 use super::state::{State, Word};
 use super::stripe::Padded;
 use super::window::{Totals, Window, WindowCell, WindowSnapshot};
@@ -239,13 +239,29 @@ impl Inner {
         self.settings.with(Settings::min_state_nanos)
     }
 
-    /// The half-open quota rules and `max_half_open_duration` (nanos) from
-    /// the hot words, when they are all the half-open paths need (see
-    /// [`Settings::plain_quota`]).
+    /// Runs `quota` or `ramp` on the half-open policy in force, with the
+    /// round's limit (`max_half_open_duration` in nanoseconds): read from
+    /// the plain quota word beside the state when it is set (see
+    /// [`Settings::plain_quota`]), else from the settings. Every half-open
+    /// path reads its policy here.
     #[inline]
-    pub(crate) fn plain_quota(&self) -> Option<(QuotaRules, Option<u64>)> {
+    pub(crate) fn with_half_open<R>(
+        &self,
+        quota: impl FnOnce(QuotaRules, Option<u64>) -> R,
+        ramp: impl FnOnce(&RampRules, Option<u64>) -> R,
+    ) -> R {
         let word = self.hot.plain_quota.load(Ordering::Acquire);
-        (word != 0).then(|| QuotaRules::from_word(word))
+        if word != 0 {
+            let (q, max) = QuotaRules::from_word(word);
+            return quota(q, max);
+        }
+        self.settings.with(|s| {
+            let max = s.config.max_half_open_duration.map(duration_to_nanos);
+            match &s.rules {
+                Rules::Quota(q) => quota(*q, max),
+                Rules::Ramp(r) => ramp(r, max),
+            }
+        })
     }
 
     /// Sets the slow-call threshold from the config: fixed, the learned

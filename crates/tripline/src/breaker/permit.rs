@@ -15,7 +15,7 @@ use super::core::{Admission, Inner};
 use super::counters::Counter;
 use super::half_open::Verdict;
 use crate::classify::Outcome;
-use crate::clock::duration_to_nanos;
+use crate::clock::{Clock, Timestamp, duration_to_nanos};
 use crate::sync::Arc;
 
 /// A call refused by the breaker itself, without reaching the dependency.
@@ -283,6 +283,16 @@ impl DetachedPermit {
             self.ticket.release(&breaker.inner);
         }
     }
+
+    /// The permit owning a handle to `breaker` (the one that admitted it):
+    /// for a `'static` future that outlives the permit's owner.
+    #[inline]
+    pub(crate) fn attach(self, breaker: &super::CircuitBreaker) -> OwnedPermit {
+        OwnedPermit {
+            inner: breaker.inner.clone(),
+            ticket: self.ticket,
+        }
+    }
 }
 
 /// Permission to make one call, owning a handle to the breaker: for
@@ -310,6 +320,22 @@ impl OwnedPermit {
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
         self.ticket
             .record(&self.inner, outcome, duration_to_nanos(elapsed));
+    }
+
+    /// Records the outcome of a call that took `elapsed_nanos`, in place:
+    /// for a future that keeps the permit in its state, where moving it
+    /// out would cost a copy (the drop then finds it settled).
+    #[inline(always)]
+    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
+        if !self.ticket.settled {
+            self.ticket.record(&self.inner, outcome, elapsed_nanos);
+        }
+    }
+
+    /// The admitting breaker's clock, for timing the call.
+    #[inline]
+    pub(crate) fn now(&self) -> Timestamp {
+        self.inner.clock.now()
     }
 
     /// Whether this permit is a half-open probe.

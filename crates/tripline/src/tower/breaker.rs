@@ -8,9 +8,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{BoxError, CircuitOpen, IgnoreLocalRejections, NotReady};
-use crate::breaker::{CircuitBreaker, DetachedPermit, Rejected};
+use crate::breaker::{CircuitBreaker, DetachedPermit, OwnedPermit, Rejected};
 use crate::classify::Classifier;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::Timestamp;
 
 /// Wraps services in `breaker`, classifying results with `C`.
 ///
@@ -182,14 +182,11 @@ where
         }
         match std::mem::replace(&mut self.reserved, Reserved::Nothing) {
             Reserved::Permit(permit) => {
-                let start = self.timed.then(|| self.breaker.clock().now());
+                let permit = permit.attach(&self.breaker);
+                let start = self.timed.then(|| permit.now());
                 ResponseFuture {
                     fut: Some(self.inner.call(req)),
-                    hold: Hold::Admitted(Admitted {
-                        breaker: self.breaker.clone(),
-                        permit,
-                        start,
-                    }),
+                    hold: Hold::Admitted { permit, start },
                     classifier: self.classifier.clone(),
                 }
             }
@@ -206,26 +203,15 @@ where
     }
 }
 
-/// An admitted call's hold on its breaker: the one handle a `'static`
-/// future needs, the permit, and the start of a timed call. Dropped
-/// unsettled (the future was cancelled), it releases the permit neutrally.
-struct Admitted {
-    breaker: CircuitBreaker,
-    permit: DetachedPermit,
-    start: Option<Timestamp>,
-}
-
-impl Drop for Admitted {
-    #[inline]
-    fn drop(&mut self) {
-        self.permit.release(&self.breaker);
-    }
-}
-
 /// What a [`ResponseFuture`] answers with besides its inner future's result.
 enum Hold {
-    /// Admitted: the outcome is recorded when the inner future completes.
-    Admitted(Admitted),
+    /// Admitted: the outcome is recorded when the inner future completes;
+    /// dropped unsettled (the future was cancelled), the permit releases
+    /// itself neutrally. `start` is set for a timed call.
+    Admitted {
+        permit: OwnedPermit,
+        start: Option<Timestamp>,
+    },
     /// Refused at `call`: this error is the answer.
     Failed(BoxError),
     /// The refusal was returned.
@@ -269,24 +255,19 @@ where
             return Poll::Ready(Err(match std::mem::replace(this.hold, Hold::Done) {
                 Hold::Failed(e) => e,
                 // Polled again after its answer: say what the caller broke.
-                Hold::Admitted(_) | Hold::Done => Box::new(NotReady {
+                Hold::Admitted { .. } | Hold::Done => Box::new(NotReady {
                     layer: "circuit_breaker",
                 }),
             }));
         };
         let result = ready!(fut.poll(cx)).map_err(Into::into);
-        if let Hold::Admitted(a) = this.hold {
-            let elapsed = a.start.map_or(0, |start| {
-                a.breaker
-                    .clock()
-                    .now()
-                    .as_nanos()
-                    .saturating_sub(start.as_nanos())
+        if let Hold::Admitted { permit, start } = this.hold {
+            let elapsed = start.map_or(0, |start| {
+                permit.now().as_nanos().saturating_sub(start.as_nanos())
             });
             // Settled in place: the permit stays in the future (its drop
             // then finds it settled) instead of being moved out.
-            a.permit
-                .record(&a.breaker, this.classifier.classify(&result), elapsed);
+            permit.record_in_place(this.classifier.classify(&result), elapsed);
         }
         Poll::Ready(result)
     }

@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use super::super::event::Reason;
+use super::super::half_open::Decision;
 use super::super::half_open::ramp::RampAdmission;
-use super::super::half_open::{Decision, QuotaRules, Rules};
 use super::super::permit::Rejected;
 use super::super::state::{State, Word};
 use super::{Admission, Entry, Inner, OpenUntil};
-use crate::clock::{Clock, Timestamp, duration_to_nanos};
+use crate::clock::{Clock, Timestamp};
 use crate::sync::Ordering;
 
 /// What half-open admission decided.
@@ -112,31 +112,24 @@ impl Inner {
     /// checked on every admission, so neither a probe that never finishes
     /// nor a round with free slots can keep an expired round alive.
     fn admit_probe(&self, generation: u64, now: Timestamp) -> Probe {
-        let quota = |q: QuotaRules, max: Option<u64>| {
-            let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
-            if max.is_some_and(|max| age >= max) {
-                Probe::TimedOut
-            } else if self.half_open.try_admit(q, generation) {
-                Probe::Admitted
-            } else {
-                Probe::Refused
-            }
-        };
-        if let Some((q, max)) = self.plain_quota() {
-            return quota(q, max);
-        }
-        self.settings.with(|s| {
-            let max = s.config.max_half_open_duration.map(duration_to_nanos);
-            match &s.rules {
-                Rules::Quota(q) => quota(*q, max),
-                Rules::Ramp(r) => match self.ramp.try_admit(r, generation, now, max) {
-                    RampAdmission::Admitted => Probe::Admitted,
-                    RampAdmission::NotThisTime => Probe::Refused,
-                    RampAdmission::Decided(d) => Probe::Decided(d),
-                    RampAdmission::TimedOut => Probe::TimedOut,
-                },
-            }
-        })
+        self.with_half_open(
+            |q, max| {
+                let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
+                if max.is_some_and(|max| age >= max) {
+                    Probe::TimedOut
+                } else if self.half_open.try_admit(q, generation) {
+                    Probe::Admitted
+                } else {
+                    Probe::Refused
+                }
+            },
+            |r, max| match self.ramp.try_admit(r, generation, now, max) {
+                RampAdmission::Admitted => Probe::Admitted,
+                RampAdmission::NotThisTime => Probe::Refused,
+                RampAdmission::Decided(d) => Probe::Decided(d),
+                RampAdmission::TimedOut => Probe::TimedOut,
+            },
+        )
     }
 
     #[inline]

@@ -3,7 +3,7 @@
 use super::super::baseline::Period;
 use super::super::counters::Counter;
 use super::super::event::Reason;
-use super::super::half_open::{Decision, QuotaRules, Rules, Verdict};
+use super::super::half_open::{Decision, Verdict};
 use super::super::state::{State, Word};
 use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
 use super::settings::{Effective, reaches};
@@ -107,8 +107,7 @@ impl Inner {
     fn record_into(&self, window: &Window, w: Word, bits: u8) {
         match window {
             Window::Count(c) => {
-                c.record(bits);
-                if bits != 0 || c.has_bad_calls() {
+                if c.record(bits) {
                     self.evaluate(window, w, self.clock.now());
                 }
             }
@@ -251,25 +250,21 @@ impl Inner {
         if w.generation() != generation || w.state() != State::HalfOpen {
             return;
         }
-        let settle_quota = |q: QuotaRules| {
-            if verdict == Verdict::Slow {
-                self.probe_slow.add(generation, 0);
-            }
-            self.half_open.settle(q, generation, verdict)
-        };
-        let decision = match self.plain_quota() {
-            Some((q, _)) => settle_quota(q),
-            None => self.settings.with(|s| match &s.rules {
-                Rules::Quota(q) => settle_quota(*q),
-                Rules::Ramp(r) => {
-                    if verdict == Verdict::Slow {
-                        self.probe_slow
-                            .add(generation, self.ramp.step(generation).index);
-                    }
-                    self.ramp.settle(r, generation, verdict)
+        let decision = self.with_half_open(
+            |q, _| {
+                if verdict == Verdict::Slow {
+                    self.probe_slow.add(generation, 0);
                 }
-            }),
-        };
+                self.half_open.settle(q, generation, verdict)
+            },
+            |r, _| {
+                if verdict == Verdict::Slow {
+                    self.probe_slow
+                        .add(generation, self.ramp.step(generation).index);
+                }
+                self.ramp.settle(r, generation, verdict)
+            },
+        );
         if decision == Decision::Undecided {
             return;
         }
@@ -354,20 +349,16 @@ impl Inner {
     /// Probes that succeeded too slowly count among the round's failures
     /// for its decision; here they are reported as slow, not failed.
     pub(crate) fn round_snapshot(&self, generation: u64) -> WindowSnapshot {
-        let quota = || {
-            let r = self.half_open.round(generation);
-            (r.successes, r.failures, 0)
-        };
-        let (successes, failures, step) = match self.plain_quota() {
-            Some(_) => quota(),
-            None => self.settings.with(|s| match &s.rules {
-                Rules::Quota(_) => quota(),
-                Rules::Ramp(_) => {
-                    let step = self.ramp.step(generation);
-                    (step.successes, step.failures, step.index)
-                }
-            }),
-        };
+        let (successes, failures, step) = self.with_half_open(
+            |_, _| {
+                let r = self.half_open.round(generation);
+                (r.successes, r.failures, 0)
+            },
+            |_, _| {
+                let step = self.ramp.step(generation);
+                (step.successes, step.failures, step.index)
+            },
+        );
         let slow = self.probe_slow.count(generation, step).min(failures);
         WindowSnapshot {
             calls: successes + failures,

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use super::super::backoff::unit_f64;
 use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
-use super::super::half_open::{QuotaRules, Rules};
 use super::super::state::{State, Word};
 use super::super::window::{Window, WindowSnapshot};
 use super::{Inner, NEVER};
@@ -100,22 +99,19 @@ impl Inner {
         let generation = to.generation();
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
         self.probe_slow.begin(generation);
-        let begin_quota = |q: QuotaRules| {
-            self.half_open.begin(generation);
-            take_probe && self.half_open.try_admit(q, generation)
-        };
-        let admitted = match self.plain_quota() {
-            Some((q, _)) => begin_quota(q),
-            None => self.settings.with(|s| match &s.rules {
-                Rules::Quota(q) => begin_quota(*q),
-                Rules::Ramp(r) => {
-                    self.ramp.begin(generation, now);
-                    take_probe
-                        && self.ramp.try_admit(r, generation, now, None)
-                            == super::super::half_open::ramp::RampAdmission::Admitted
-                }
-            }),
-        };
+        // The round has just begun: its limit cannot have passed.
+        let admitted = self.with_half_open(
+            |q, _| {
+                self.half_open.begin(generation);
+                take_probe && self.half_open.try_admit(q, generation)
+            },
+            |r, _| {
+                self.ramp.begin(generation, now);
+                take_probe
+                    && self.ramp.try_admit(r, generation, now, None)
+                        == super::super::half_open::ramp::RampAdmission::Admitted
+            },
+        );
         self.publish(to);
         drop(serial);
         self.emit_transition(seq, from, to, reason, WindowSnapshot::default(), None, now);

@@ -130,12 +130,23 @@ impl CountWindow {
         }
     }
 
+    /// Records one outcome; returns whether it may trip the breaker (it
+    /// was bad, or bad calls are in the window), i.e. whether the caller
+    /// evaluates: the clean-success check has already read the aggregate.
     #[inline(always)]
-    pub(crate) fn record(&self, bits: u8) {
+    pub(crate) fn record(&self, bits: u8) -> bool {
         let p = self.cursor.fetch_add(1, Ordering::Relaxed);
         if bits == 0 && !self.has_bad_calls() {
-            return; // see "Hot path"
+            return false; // see "Hot path"
         }
+        self.place(p, bits);
+        true
+    }
+
+    /// Writes `bits` at position `p`: the slot's CAS, then the aggregate's
+    /// when the slot's bits changed.
+    #[inline(always)]
+    fn place(&self, p: u64, bits: u8) {
         if bits != 0 {
             self.count_total(bits);
         }
