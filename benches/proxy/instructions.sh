@@ -19,10 +19,9 @@
 # (Debian packages valgrind, curl).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 REQUESTS=${REQUESTS:-2000}
-PROTECT=${PROTECT:-1}
 UPSTREAM_PORT=18180
 PROXY_PORT=18181
 
@@ -30,39 +29,12 @@ for tool in valgrind callgrind_control curl; do
     command -v "$tool" >/dev/null || { echo "needs $tool (Debian packages valgrind, curl)" >&2; exit 1; }
 done
 
-echo "building (release)" >&2
-(cd "$ROOT" && cargo build --release -q -p tripline-cli --bin tripline \
-    && cargo build --release -q -p tripline-benches --features proxy --example proxy-upstream)
-
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_answer() { # port
-    for _ in $(seq 600); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
-        sleep 0.1
-    done
-    echo "nothing answers on $1" >&2
-    return 1
-}
+build_release proxy-upstream
 
 "$TARGET/release/examples/proxy-upstream" "127.0.0.1:$UPSTREAM_PORT" 1 >"$WORK/upstream.log" 2>&1 &
 PIDS+=($!)
 wait_answer $UPSTREAM_PORT
 
-PROTECTION=""
-CLUSTER=""
-if [[ $PROTECT == 1 ]]; then
-    PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
-retry = { attempts = 2, budget = { ratio = 0.2 } }'
-    CLUSTER='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
-fi
 cat >"$WORK/proxy.toml" <<EOF
 [[listeners]]
 address = "127.0.0.1:$PROXY_PORT"
@@ -70,11 +42,11 @@ address = "127.0.0.1:$PROXY_PORT"
 [[routes]]
 name = "bench"
 cluster = "upstream"
-$PROTECTION
+$ROUTE_PROTECTION
 
 [clusters.upstream]
 endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
-$CLUSTER
+$CLUSTER_PROTECTION
 EOF
 
 # One runtime thread: callgrind serialises threads anyway, and one keeps

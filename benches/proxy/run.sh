@@ -28,8 +28,8 @@
 #   CARGO_TARGET_DIR  where cargo builds (default: target/ of the workspace)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 PROXY_CPUS=${PROXY_CPUS:-1}
 LOAD_CPUS=${LOAD_CPUS:-0}
 THREADS=${THREADS:-1}
@@ -38,7 +38,6 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 IDLE=${IDLE:-10000}
 ONLY=${ONLY:-direct tripline haproxy nginx idle}
-PROTECT=${PROTECT:-1}
 
 UPSTREAM_PORT=18080
 TRIPLINE_PORT=18081
@@ -61,10 +60,7 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-echo "building (release)" >&2
-(cd "$ROOT" && cargo build --release -q -p tripline-cli --bin tripline \
-    && cargo build --release -q -p tripline-benches --features proxy \
-        --example proxy-upstream --example proxy-idle)
+build_release proxy-upstream proxy-idle
 TRIPLINE=$TARGET/release/tripline
 UPSTREAM=$TARGET/release/examples/proxy-upstream
 IDLER=$TARGET/release/examples/proxy-idle
@@ -75,24 +71,6 @@ FD_LIMIT=$(ulimit -n)
 # HAProxy reserves two descriptors per connection (client and server side)
 # and refuses to start when maxconn does not fit the limit.
 HAPROXY_MAXCONN=$(( (FD_LIMIT - 300) / 2 < IDLE + 100 ? (FD_LIMIT - 300) / 2 : IDLE + 100 ))
-
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_port() { # port
-    for _ in $(seq 100); do
-        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on $1" >&2
-    return 1
-}
 
 # CPU ticks (utime + stime) of the given pids and their children.
 ticks() {
@@ -188,13 +166,6 @@ wait_port $UPSTREAM_PORT
 want direct && measure direct $UPSTREAM_PORT
 
 # --- tripline --------------------------------------------------------------
-ROUTE_PROTECTION=""
-CLUSTER_PROTECTION=""
-if [[ $PROTECT == 1 ]]; then
-    ROUTE_PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
-retry = { attempts = 2, budget = { ratio = 0.2 } }'
-    CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
-fi
 cat >"$WORK/tripline.toml" <<EOF
 [proxy]
 header_read_timeout = "300s"

@@ -1,0 +1,53 @@
+# Shared by benches/proxy/run.sh and benches/proxy/instructions.sh
+# (sourced, not run): where things are built, the release build, a
+# scratch directory whose processes are killed on exit, waiting for a
+# port, and the protections both benchmarks give `tripline proxy`.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+PROTECT=${PROTECT:-1}
+
+build_release() { # bench examples to build besides the tripline binary…
+    local examples=() e
+    for e in "$@"; do examples+=(--example "$e"); done
+    echo "building (release)" >&2
+    (cd "$ROOT" && cargo build --release -q -p tripline-cli --bin tripline \
+        && cargo build --release -q -p tripline-benches --features proxy "${examples[@]}")
+}
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_port() { # port: something accepts connections on it
+    for _ in $(seq 100); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on $1" >&2
+    return 1
+}
+
+wait_answer() { # port: something answers HTTP on it
+    for _ in $(seq 600); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+        sleep 0.1
+    done
+    echo "nothing answers on $1" >&2
+    return 1
+}
+
+# The benchmark's protections (PROTECT=1): a route breaker and a retry
+# budget on the route, outlier detection on the cluster.
+ROUTE_PROTECTION=""
+CLUSTER_PROTECTION=""
+if [[ $PROTECT == 1 ]]; then
+    ROUTE_PROTECTION='breaker = { window = { kind = "count", size = 100 }, minimum_calls = 20, failure_rate_threshold = 0.5, open_duration = "5s" }
+retry = { attempts = 2, budget = { ratio = 0.2 } }'
+    CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
+fi
