@@ -15,7 +15,7 @@ use super::core::{Admission, Inner};
 use super::counters::Counter;
 use super::half_open::Verdict;
 use crate::classify::Outcome;
-use crate::clock::{Clock, Timestamp, duration_to_nanos};
+use crate::clock::duration_to_nanos;
 use crate::sync::Arc;
 
 /// A call refused by the breaker itself, without reaching the dependency.
@@ -286,6 +286,7 @@ impl DetachedPermit {
 
     /// The permit owning a handle to `breaker` (the one that admitted it):
     /// for a `'static` future that outlives the permit's owner.
+    #[cfg(feature = "tower")]
     #[inline]
     pub(crate) fn attach(self, breaker: &super::CircuitBreaker) -> OwnedPermit {
         OwnedPermit {
@@ -325,6 +326,7 @@ impl OwnedPermit {
     /// Records the outcome of a call that took `elapsed_nanos`, in place:
     /// for a future that keeps the permit in its state, where moving it
     /// out would cost a copy (the drop then finds it settled).
+    #[cfg(feature = "tower")]
     #[inline(always)]
     pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
         if !self.ticket.settled {
@@ -333,9 +335,10 @@ impl OwnedPermit {
     }
 
     /// The admitting breaker's clock, for timing the call.
+    #[cfg(feature = "tower")]
     #[inline]
-    pub(crate) fn now(&self) -> Timestamp {
-        self.inner.clock.now()
+    pub(crate) fn now(&self) -> crate::clock::Timestamp {
+        crate::clock::Clock::now(&self.inner.clock)
     }
 
     /// Whether this permit is a half-open probe.

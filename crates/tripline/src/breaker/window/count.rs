@@ -211,7 +211,7 @@ impl CountWindow {
 
     /// Whether the window holds any failure or slow call.
     #[inline]
-    pub(crate) fn has_bad_calls(&self) -> bool {
+    fn has_bad_calls(&self) -> bool {
         self.aggregate.load(Ordering::Acquire) >> 16 != 0
     }
 
