@@ -31,6 +31,7 @@ mod event;
 mod half_open;
 mod health;
 mod metrics;
+mod name;
 mod permit;
 mod state;
 pub(crate) mod stripe;

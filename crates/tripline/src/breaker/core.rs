@@ -28,8 +28,8 @@ use super::counters::Counters;
 use super::event::EventHub;
 use super::half_open::ramp::{RampRound, RampRules};
 use super::half_open::{HalfOpenRound, QuotaRules, Rules, SlowProbes};
+use super::name::Name;
 use super::state::{State, Word};
-use super::stripe::Padded;
 use super::window::{Totals, Window, WindowCell, WindowSnapshot};
 use crate::clock::{Clock, SharedClock, Timestamp, duration_to_nanos};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
@@ -51,11 +51,10 @@ pub(crate) enum Admission {
 /// (even, so that it never carries [`record::LEARN_BIT`]).
 const NEVER: u64 = !1;
 
-/// The words every call reads, together on one cache line of their own.
-/// All three are read-mostly (written on transitions, reconfigurations and
-/// at most once a window by the baseline), so sharing a line costs no
-/// contention, and a call through a breaker that is cold in the cache
-/// (one of 20 000 keyed breakers) misses one line for them instead of two.
+/// The words every call reads. Read-mostly (written on transitions,
+/// reconfigurations and at most once a window by the baseline), so other
+/// calls reading them costs no contention; see "Layout" on [`Inner`].
+#[repr(C)]
 struct HotWords {
     state: AtomicU64,
     /// The slow-call threshold in nanoseconds (`NEVER` when off): fixed, or
@@ -65,6 +64,11 @@ struct HotWords {
     /// into the window cell's inline window without further ado; after a
     /// reshape they go through the cell (see [`WindowCell`]).
     reshapes: AtomicU64,
+}
+
+/// Words a bad call's trip evaluation and the half-open paths read:
+/// copies of the settings, so that those paths need not load them.
+struct RuleWords {
     /// Transitions so far; written only by a transition's winner, so it
     /// costs the calls nothing here and keeps a stripe slot free.
     transitions: AtomicU64,
@@ -85,15 +89,46 @@ struct HotWords {
     plain_quota: AtomicU64,
 }
 
-pub(crate) struct Inner {
-    hot: Padded<HotWords>,
-    windows: WindowCell,
-    pub(crate) name: Arc<str>,
-    pub(crate) clock: SharedClock,
-    settings: SettingsCell,
-    half_open: HalfOpenRound,
+/// What only some configurations use — the ramp half-open policy, the
+/// learned slow-call baseline — out of line, allocated by the first use:
+/// a million keyed breakers with neither carry one pointer for them.
+struct Rare {
     ramp: RampRound,
-    probe_slow: SlowProbes,
+    baseline: OnceLock<Baseline>,
+}
+
+/// A breaker's state, shared by its handles.
+///
+/// # Layout
+///
+/// `repr(C)`, and deliberately not aligned to a cache line: glibc serves
+/// an over-aligned allocation from a larger block and trims it (~130 bytes
+/// lost a breaker, plus 48 of the `Arc`'s counts padded to a line), which
+/// at a million keyed breakers is more than the breaker's own words. The
+/// fields are placed so that for any alignment of the allocation (16 bytes
+/// at least) the one word every call writes, a count window's cursor,
+/// shares no line with a word other calls read:
+///
+/// 1. bytes 0–39: what every call reads — the clock, the state word, the
+///    slow-call threshold, the reshape count;
+/// 2. the window: its discriminant (every call reads it) and the count
+///    window's aggregate (every record reads it, bad calls write it) at
+///    40–55, then the words of bad calls and resets, then the cursor at
+///    128: 89 bytes past part 1 and 73 past the aggregate, so a record's
+///    read of the aggregate right after bumping the cursor never finds the
+///    line taken by another thread's bump;
+/// 3. everything written or read only on bad calls, transitions, probes,
+///    rejections and reconfigurations.
+///
+/// A success through a breaker cold in the cache (one of a million keyed
+/// breakers) touches bytes 0–63 (one or two lines) and the cursor's line.
+#[repr(C)]
+pub(crate) struct Inner {
+    pub(crate) clock: SharedClock,
+    hot: HotWords,
+    windows: WindowCell,
+    rules: RuleWords,
+    settings: SettingsCell,
     /// Written only by the busy holder of a transition.
     entered_at: AtomicU64,
     open_until: AtomicU64,
@@ -110,13 +145,15 @@ pub(crate) struct Inner {
     /// While a health prober is attached, business calls do not probe an
     /// open breaker before this time.
     health_gate: AtomicU64,
-    baseline: OnceLock<Box<Baseline>>,
+    pub(crate) name: Name,
+    half_open: HalfOpenRound,
+    probe_slow: SlowProbes,
+    /// Allocated by the first use of what only some configurations need.
+    rare: OnceLock<Box<Rare>>,
     /// Serialises reconfigurations (never taken on the call path).
     reconfiguring: Mutex<()>,
     counters: Counters,
     pub(crate) events: EventHub,
-    /// Stripes of the window and counters (see `stripe.rs`).
-    stripes: usize,
 }
 
 impl Inner {
@@ -132,21 +169,22 @@ impl Inner {
         let config = &settings.config;
         let now = clock.now().as_nanos();
         let inner = Inner {
-            hot: Padded(HotWords {
+            hot: HotWords {
                 state: AtomicU64::new(Word::initial(State::Closed).0),
                 slow_nanos: AtomicU64::new(NEVER),
                 reshapes: AtomicU64::new(0),
+            },
+            rules: RuleWords {
                 transitions: AtomicU64::new(0),
                 plain_rule: AtomicU64::new(0),
                 plain_failure_rate: AtomicU64::new(0),
                 plain_slow_rate: AtomicU64::new(0),
                 plain_quota: AtomicU64::new(0),
-            }),
+            },
             windows: WindowCell::new(Window::new(&config.window, stripes)),
-            name: Arc::from(name),
+            name: Name::new(name),
             clock,
             half_open: HalfOpenRound::new(),
-            ramp: RampRound::new(),
             probe_slow: SlowProbes::new(),
             entered_at: AtomicU64::new(now),
             open_until: AtomicU64::new(0),
@@ -156,11 +194,10 @@ impl Inner {
             recovered_at: AtomicU64::new(NEVER),
             pending: AtomicU64::new(0),
             health_gate: AtomicU64::new(0),
-            baseline: OnceLock::new(),
+            rare: OnceLock::new(),
             reconfiguring: Mutex::new(()),
             counters: Counters::new(stripes),
             events: EventHub::new(),
-            stripes,
             settings: SettingsCell::new(settings),
         };
         inner.apply_settings_words();
@@ -170,6 +207,26 @@ impl Inner {
     #[inline]
     pub(crate) fn word(&self) -> Word {
         Word(self.hot.state.load(Ordering::Acquire))
+    }
+
+    /// The out-of-line part, allocated now if this is its first use.
+    fn rare(&self) -> &Rare {
+        self.rare.get_or_init(|| {
+            Box::new(Rare {
+                ramp: RampRound::new(),
+                baseline: OnceLock::new(),
+            })
+        })
+    }
+
+    /// The ramp policy's round (allocated by the first ramp round).
+    pub(crate) fn ramp(&self) -> &RampRound {
+        &self.rare().ramp
+    }
+
+    /// The learned slow-call baseline, if the config learns one.
+    pub(crate) fn baseline(&self) -> Option<&Baseline> {
+        self.rare.get()?.baseline.get()
     }
 
     /// Whether a reconfiguration replaced the window the breaker was built
@@ -218,22 +275,22 @@ impl Inner {
         let rule = self.settings.with(Settings::plain_rule);
         // The rates first, the word that enables them last: an evaluation
         // that sees the word sees rates of this config or a later one.
-        self.hot
+        self.rules
             .plain_failure_rate
             .store(rule.failure_rate.to_bits(), Ordering::Relaxed);
-        self.hot
+        self.rules
             .plain_slow_rate
             .store(rule.slow_rate.to_bits(), Ordering::Relaxed);
-        self.hot.plain_rule.store(rule.word, Ordering::Release);
+        self.rules.plain_rule.store(rule.word, Ordering::Release);
         let quota = self.settings.with(Settings::plain_quota);
-        self.hot.plain_quota.store(quota, Ordering::Release);
+        self.rules.plain_quota.store(quota, Ordering::Release);
     }
 
     /// `min_state_duration` in nanoseconds: 0 without loading the
     /// settings when the plain quota word is set (it implies none).
     #[inline]
     pub(crate) fn min_state_nanos(&self) -> u64 {
-        if self.hot.plain_quota.load(Ordering::Acquire) != 0 {
+        if self.rules.plain_quota.load(Ordering::Acquire) != 0 {
             return 0;
         }
         self.settings.with(Settings::min_state_nanos)
@@ -250,7 +307,7 @@ impl Inner {
         quota: impl FnOnce(QuotaRules, Option<u64>) -> R,
         ramp: impl FnOnce(&RampRules, Option<u64>) -> R,
     ) -> R {
-        let word = self.hot.plain_quota.load(Ordering::Acquire);
+        let word = self.rules.plain_quota.load(Ordering::Acquire);
         if word != 0 {
             let (q, max) = QuotaRules::from_word(word);
             return quota(q, max);
@@ -273,8 +330,9 @@ impl Inner {
                     (Some(d), _) => duration_to_nanos(*d).min(NEVER - 2),
                     (None, Some(b)) => {
                         let baseline = self
+                            .rare()
                             .baseline
-                            .get_or_init(|| Box::new(Baseline::new(self.clock.now().as_nanos())));
+                            .get_or_init(|| Baseline::new(self.clock.now().as_nanos()));
                         let t = baseline
                             .threshold(b)
                             .unwrap_or(duration_to_nanos(b.ceiling));
@@ -317,8 +375,9 @@ impl Inner {
         self.settings.load_arc()
     }
 
+    /// Stripes of the window and counters (see `stripe.rs`).
     pub(crate) fn stripes(&self) -> usize {
-        self.stripes
+        self.counters.stripes()
     }
 
     /// Every call this breaker has seen, whatever became of it: a cheap,
@@ -349,7 +408,7 @@ impl Inner {
     }
 
     pub(crate) fn transitions(&self) -> u64 {
-        self.hot.transitions.load(Ordering::Relaxed)
+        self.rules.transitions.load(Ordering::Relaxed)
     }
 
     pub(crate) fn probes_in_flight(&self, generation: u64) -> u64 {
@@ -412,6 +471,36 @@ impl Inner {
     pub(crate) fn heap_bytes(&self) -> usize {
         // Shared settings are counted in full by each sharer: an upper bound.
         let settings = std::mem::size_of::<Settings>() + 16 + self.name.len();
-        self.windows.heap_bytes() + self.counters.heap_bytes() + self.name.len() + settings
+        self.windows.heap_bytes() + self.counters.heap_bytes() + self.name.heap_bytes() + settings
+    }
+}
+
+#[cfg(all(test, not(loom), target_pointer_width = "64"))]
+mod layout_tests {
+    use super::*;
+    use crate::breaker::window::count::CountWindow;
+    use std::mem::offset_of;
+
+    /// The promises of "Layout" on [`Inner`], for any 16-byte-aligned
+    /// allocation: two byte ranges can share a 64-byte line only if less
+    /// than 64 bytes separate them.
+    #[test]
+    fn the_cursor_never_shares_a_line_with_what_every_call_reads() {
+        let every_call_reads_end = offset_of!(Inner, hot) + std::mem::size_of::<HotWords>();
+        assert_eq!(offset_of!(Inner, clock), 0);
+        assert_eq!(every_call_reads_end, 40);
+        let window = offset_of!(Inner, windows) + WindowCell::FIRST_OFFSET;
+        assert_eq!(window, 40, "the discriminant right after part 1");
+        // `Window` is `repr(u8)`: the tag, then the variant at 8.
+        let aggregate = window + 8 + CountWindow::AGGREGATE_OFFSET;
+        let cursor = window + 8 + CountWindow::CURSOR_OFFSET;
+        assert_eq!((aggregate, cursor), (48, 128));
+        assert!(cursor - (every_call_reads_end - 1) >= 64);
+        assert!(cursor - (aggregate + 7) >= 64);
+        assert_eq!(
+            std::mem::align_of::<Inner>(),
+            8,
+            "no over-aligned allocation"
+        );
     }
 }

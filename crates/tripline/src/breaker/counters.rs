@@ -19,12 +19,12 @@
 //! recycled tag's new holder continues the count exactly, because the old
 //! holder's stores happen-before the handover.
 
-use super::stripe::{Padded, current, of_slot};
+use super::stripe::{LINE_WORDS, Lines, current, of_slot};
 use super::thread_slot::{self, MAX_TAG, TAG_SHIFT};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Counters per stripe: one cache line.
-const SLOTS: usize = 8;
+const SLOTS: usize = LINE_WORDS;
 
 /// Index of each counter in a stripe.
 #[derive(Clone, Copy, Debug)]
@@ -49,28 +49,39 @@ const UNCLAIMED: u64 = (MAX_TAG + 2) << TAG_SHIFT;
 /// An owned word whose count saturated: nobody matches it any more.
 const RETIRED: u64 = (MAX_TAG + 1) << TAG_SHIFT | COUNT_MASK;
 
-/// Monotonic event counters, striped per thread.
+/// Monotonic event counters, striped per thread: one line per stripe,
+/// aligned only when there are several ([`Lines`]).
 pub(crate) struct Counters {
-    stripes: Box<[Padded<[AtomicU64; SLOTS]>]>,
+    /// One line per stripe; their number is a power of two.
+    lines: Lines,
 }
 
 impl Counters {
     pub(crate) fn new(n: usize) -> Self {
-        Counters {
-            stripes: (0..n)
-                .map(|_| {
-                    let slots: [AtomicU64; SLOTS] = Default::default();
-                    slots[OWNED].store(UNCLAIMED, Ordering::Relaxed);
-                    Padded(slots)
-                })
-                .collect(),
+        let counters = Counters {
+            lines: Lines::new(n, n > 1),
+        };
+        for i in 0..n {
+            counters.stripe(i)[OWNED].store(UNCLAIMED, Ordering::Relaxed);
         }
+        counters
+    }
+
+    #[inline(always)]
+    pub(crate) fn stripes(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The words of stripe `i`.
+    #[inline(always)]
+    fn stripe(&self, i: usize) -> &[AtomicU64; SLOTS] {
+        self.lines.line(i)
     }
 
     #[inline]
     pub(crate) fn add(&self, c: Counter, n: u64) {
-        let s = current(self.stripes.len());
-        self.stripes[s].0[c as usize].fetch_add(n, Ordering::Relaxed);
+        let s = current(self.stripes());
+        self.stripe(s)[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts one rejection: a plain store on the stripe this thread owns,
@@ -78,8 +89,9 @@ impl Counters {
     #[inline]
     pub(crate) fn add_rejected(&self) {
         let slot = thread_slot::get();
-        let stripe = &self.stripes[of_slot(slot, self.stripes.len())].0;
-        let owned = &stripe[OWNED];
+        let s = of_slot(slot, self.stripes());
+        // One word by index (one bounds check), not the stripe's line.
+        let owned = self.lines.word(s * SLOTS + OWNED);
         let word = owned.load(Ordering::Relaxed);
         // One comparison: the tag bits cancel only if this thread owns the
         // word, and what is left is then the count, below saturation.
@@ -88,7 +100,7 @@ impl Counters {
             // load above read its own last store: nothing can be lost.
             owned.store(word + 1, Ordering::Relaxed);
         } else {
-            Self::add_rejected_unowned(stripe, slot, word);
+            Self::add_rejected_unowned(self.stripe(s), slot, word);
         }
     }
 
@@ -118,7 +130,7 @@ impl Counters {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.stripes.len() * std::mem::size_of::<Padded<[AtomicU64; SLOTS]>>()
+        self.lines.heap_bytes()
     }
 
     pub(crate) fn get(&self, c: Counter) -> u64 {
@@ -138,9 +150,8 @@ impl Counters {
     }
 
     fn sum(&self, f: impl Fn(&[AtomicU64; SLOTS]) -> u64) -> u64 {
-        self.stripes
-            .iter()
-            .map(|s| f(&s.0))
+        (0..self.stripes())
+            .map(|i| f(self.stripe(i)))
             .fold(0u64, u64::wrapping_add)
     }
 }
@@ -150,8 +161,8 @@ mod tests {
     use super::*;
 
     fn owned_word(c: &Counters) -> &AtomicU64 {
-        let stripe = current(c.stripes.len());
-        &c.stripes[stripe].0[OWNED]
+        let stripe = current(c.stripes());
+        &c.stripe(stripe)[OWNED]
     }
 
     #[test]

@@ -226,12 +226,20 @@ type Callback = Arc<dyn Fn(&Event) + Send + Sync>;
 #[derive(Default)]
 struct Queue {
     next: u64,
-    pending: BTreeMap<u64, Event>,
     delivering: bool,
-    next_id: u64,
-    subscribers: Vec<(u64, Callback)>,
     /// Whether the one-per-breaker forwarder (a registry's) is installed.
     forwarder: bool,
+    /// Subscribers and queued events: allocated by the first subscription
+    /// or the first event that must wait, so a breaker nobody listens to
+    /// (most of a million keyed ones) carries one pointer for them.
+    heard: Option<Box<Heard>>,
+}
+
+#[derive(Default)]
+struct Heard {
+    pending: BTreeMap<u64, Event>,
+    next_id: u64,
+    subscribers: Vec<(u64, Callback)>,
 }
 
 impl Queue {
@@ -239,14 +247,29 @@ impl Queue {
     /// it take its place in the order without being queued (a breaker that
     /// keeps tripping pays no map insertion and removal per transition).
     fn pass_unheard(&mut self, seq: u64) -> bool {
-        let unheard = self.subscribers.is_empty()
+        let unheard = self
+            .heard
+            .as_ref()
+            .is_none_or(|h| h.subscribers.is_empty() && h.pending.is_empty())
             && !self.delivering
-            && self.next == seq
-            && self.pending.is_empty();
+            && self.next == seq;
         if unheard {
             self.next += 1;
         }
         unheard
+    }
+
+    fn heard(&mut self) -> &mut Heard {
+        self.heard.get_or_insert_default()
+    }
+
+    /// Adds `f`, returning its id.
+    fn add(&mut self, f: Callback) -> u64 {
+        let heard = self.heard();
+        let id = heard.next_id;
+        heard.next_id += 1;
+        heard.subscribers.push((id, f));
+        id
     }
 }
 
@@ -270,11 +293,7 @@ impl EventHub {
     }
 
     pub(crate) fn subscribe(&self, f: Callback) -> u64 {
-        let mut q = lock(&self.queue);
-        let id = q.next_id;
-        q.next_id += 1;
-        q.subscribers.push((id, f));
-        id
+        lock(&self.queue).add(f)
     }
 
     /// Subscribes `f` unless a forwarder was subscribed before: the check
@@ -287,19 +306,21 @@ impl EventHub {
             return false;
         }
         q.forwarder = true;
-        let id = q.next_id;
-        q.next_id += 1;
-        q.subscribers.push((id, f));
+        q.add(f);
         true
     }
 
     pub(crate) fn unsubscribe(&self, id: u64) {
-        lock(&self.queue).subscribers.retain(|(i, _)| *i != id);
+        if let Some(h) = &mut lock(&self.queue).heard {
+            h.subscribers.retain(|(i, _)| *i != id);
+        }
     }
 
     pub(crate) fn unsubscribe_all(&self) {
         let mut q = lock(&self.queue);
-        q.subscribers.clear();
+        if let Some(h) = &mut q.heard {
+            h.subscribers.clear();
+        }
         q.forwarder = false;
     }
 
@@ -325,19 +346,24 @@ impl EventHub {
         if q.pass_unheard(seq) {
             return;
         }
-        q.pending.insert(seq, event);
+        q.heard().pending.insert(seq, event);
         if q.delivering {
             return;
         }
         q.delivering = true;
         loop {
             let next = q.next;
-            let Some(event) = q.pending.remove(&next) else {
+            let Some(event) = q.heard().pending.remove(&next) else {
                 q.delivering = false;
                 return;
             };
             q.next += 1;
-            let subscribers: Vec<Callback> = q.subscribers.iter().map(|(_, f)| f.clone()).collect();
+            let subscribers: Vec<Callback> = q
+                .heard()
+                .subscribers
+                .iter()
+                .map(|(_, f)| f.clone())
+                .collect();
             drop(q);
             for f in subscribers {
                 // A panicking subscriber must not stop delivery to the others

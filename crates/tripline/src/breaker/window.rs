@@ -124,7 +124,9 @@ impl Totals {
     }
 }
 
-/// A count or time window.
+/// A count or time window. `repr(u8)` fixes the layout (the tag first, then
+/// the variant) that the breaker's hand-made layout relies on.
+#[repr(u8)]
 pub(crate) enum Window {
     Count(count::CountWindow),
     Time(time::TimeWindow),

@@ -166,12 +166,14 @@ impl<K: RegistryKey> Shared<K> {
 
     /// A builder for a breaker named `name`: the registry's clock, a seed
     /// derived from the name (deterministic whatever the creation order),
-    /// and the default stripes (at most two) — a keyed breaker sees a slice
-    /// of the traffic, and memory per key matters more than contention.
+    /// and one stripe: a keyed breaker sees a slice of the traffic, and
+    /// memory per key matters more than contention (a second stripe costs
+    /// a line of counters, 7 words of alignment slack and, for a time
+    /// window, a second copy of its buckets).
     fn builder(&self, name: &str) -> CircuitBreakerBuilder {
         let mut builder = CircuitBreaker::builder()
             .clock(self.clock.clone())
-            .stripes(crate::breaker::stripe::breaker_default());
+            .stripes(1);
         if let Some(seed) = self.seed {
             builder = builder.seed(seed).instance_id(fnv1a(name.as_bytes()));
         }

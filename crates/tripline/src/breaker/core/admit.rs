@@ -123,7 +123,7 @@ impl Inner {
                     Probe::Refused
                 }
             },
-            |r, max| match self.ramp.try_admit(r, generation, now, max) {
+            |r, max| match self.ramp().try_admit(r, generation, now, max) {
                 RampAdmission::Admitted => Probe::Admitted,
                 RampAdmission::NotThisTime => Probe::Refused,
                 RampAdmission::Decided(d) => Probe::Decided(d),

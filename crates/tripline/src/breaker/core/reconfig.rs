@@ -92,8 +92,8 @@ impl Inner {
         // Evaluations read the settings themselves until the new ones are
         // in, so none judges by the old plain thresholds under a new config
         // that varies them (a warm-up, say).
-        self.hot.plain_rule.store(0, Ordering::Relaxed);
-        self.hot.plain_quota.store(0, Ordering::Relaxed);
+        self.rules.plain_rule.store(0, Ordering::Relaxed);
+        self.rules.plain_quota.store(0, Ordering::Relaxed);
         self.settings.store(settings);
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
@@ -154,7 +154,7 @@ impl Inner {
             open_until,
             backoff_round: self.open_round(),
             config_version: self.config_version(),
-            learned_slow_call: self.baseline.get().and_then(|b| b.learned()),
+            learned_slow_call: self.baseline().and_then(|b| b.learned()),
         }
     }
 
@@ -163,7 +163,7 @@ impl Inner {
         let now = self.clock.now();
         self.with_window(|w| w.preload(&snap.window, now));
         self.open_round.store(snap.backoff_round, Ordering::Relaxed);
-        if let (Some(d), Some(b)) = (snap.learned_slow_call, self.baseline.get()) {
+        if let (Some(d), Some(b)) = (snap.learned_slow_call, self.baseline()) {
             b.restore(d);
             self.apply_slow_threshold();
         }

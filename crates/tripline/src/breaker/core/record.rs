@@ -142,7 +142,7 @@ impl Inner {
         if w.state() != State::Closed || w.generation() != generation {
             return;
         }
-        let Some(baseline) = self.baseline.get() else {
+        let Some(baseline) = self.baseline() else {
             return;
         };
         let samples = baseline.sample(nanos);
@@ -184,13 +184,13 @@ impl Inner {
     /// nanoseconds, from one load of the settings (a load costs about as
     /// much as the rest of an evaluation).
     fn effective_and_min_state(&self, now: Timestamp) -> (Effective, u64) {
-        let plain = self.hot.plain_rule.load(Ordering::Acquire);
+        let plain = self.rules.plain_rule.load(Ordering::Acquire);
         if plain != 0 {
             let rate = |w: &crate::sync::AtomicU64| f64::from_bits(w.load(Ordering::Relaxed));
             let eff = Effective::from_plain(
                 plain,
-                rate(&self.hot.plain_failure_rate),
-                rate(&self.hot.plain_slow_rate),
+                rate(&self.rules.plain_failure_rate),
+                rate(&self.rules.plain_slow_rate),
             );
             return (eff, 0);
         }
@@ -260,9 +260,9 @@ impl Inner {
             |r, _| {
                 if verdict == Verdict::Slow {
                     self.probe_slow
-                        .add(generation, self.ramp.step(generation).index);
+                        .add(generation, self.ramp().step(generation).index);
                 }
-                self.ramp.settle(r, generation, verdict)
+                self.ramp().settle(r, generation, verdict)
             },
         );
         if decision == Decision::Undecided {
@@ -355,7 +355,7 @@ impl Inner {
                 (r.successes, r.failures, 0)
             },
             |_, _| {
-                let step = self.ramp.step(generation);
+                let step = self.ramp().step(generation);
                 (step.successes, step.failures, step.index)
             },
         );

@@ -50,7 +50,7 @@ impl Inner {
 
     fn publish(&self, to: Word) {
         self.hot.state.store(to.published().0, Ordering::Release);
-        self.hot.transitions.fetch_add(1, Ordering::Relaxed);
+        self.rules.transitions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Open → HalfOpen by the first call after the deadline (or a passed
@@ -106,9 +106,9 @@ impl Inner {
                 take_probe && self.half_open.try_admit(q, generation)
             },
             |r, _| {
-                self.ramp.begin(generation, now);
+                self.ramp().begin(generation, now);
                 take_probe
-                    && self.ramp.try_admit(r, generation, now, None)
+                    && self.ramp().try_admit(r, generation, now, None)
                         == super::super::half_open::ramp::RampAdmission::Admitted
             },
         );
@@ -324,7 +324,7 @@ impl Inner {
 
     pub(crate) fn event(&self, at: Timestamp, kind: EventKind) -> Event {
         Event {
-            breaker: self.name.clone(),
+            breaker: self.name.to_arc(),
             at,
             wall: crate::clock::system_time_after(Duration::ZERO),
             kind,

@@ -45,6 +45,8 @@ use crate::sync::{Arc, Mutex, lock};
 use std::sync::OnceLock;
 
 /// A breaker's window: inline until the first reshape, swappable after it.
+/// `repr(C)`: the window first, where the breaker's layout puts it.
+#[repr(C)]
 pub(crate) struct WindowCell {
     /// The window the breaker was built with, inline so the hot path of a
     /// breaker never reshaped reaches it without an indirection.
@@ -128,6 +130,11 @@ fn shared_bytes(window: &Window) -> usize {
 }
 
 impl WindowCell {
+    /// Where the inline window sits in the cell, for the breaker's layout
+    /// test.
+    #[cfg(test)]
+    pub(crate) const FIRST_OFFSET: usize = std::mem::offset_of!(WindowCell, first);
+
     /// A cell holding the breaker's first window, not yet reshaped.
     pub(crate) fn new(first: Window) -> Self {
         WindowCell {

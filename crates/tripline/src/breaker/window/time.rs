@@ -25,7 +25,7 @@
 //! documents this and nothing else can alias.
 
 use super::{FAILURE, SLOW, Totals, WindowSnapshot};
-use crate::breaker::stripe::{self, Padded};
+use crate::breaker::stripe::{self, LINE_WORDS, Lines};
 use crate::clock::{Timestamp, duration_to_nanos};
 use crate::sync::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,13 +46,14 @@ pub(crate) struct TimeWindow {
     /// multiply and two compares instead of a 64-bit division (the division
     /// runs once per bucket width).
     cached_epoch: AtomicU64,
-    stripes: usize,
+    stripes: u32,
     /// Words of one stripe, rounded up to whole cache lines.
-    stripe_words: usize,
+    stripe_words: u32,
     /// `(epoch << 1) | pending` as of the last evaluation (see
     /// [`TimeWindow::success_may_trip`]).
     last_eval: AtomicU64,
-    lines: Box<[Padded<[AtomicU64; 8]>]>,
+    /// Each stripe's words, on lines of their own when striped.
+    lines: Lines,
     /// Per stripe and field: counts folded out of expired words. Written
     /// once per bucket rollover, so not padded per stripe.
     folded: Box<[AtomicU64]>,
@@ -67,17 +68,15 @@ impl TimeWindow {
     pub(crate) fn new(length: Duration, buckets: u32, stripes: usize) -> Self {
         let buckets = u64::from(buckets.max(1));
         let width = (duration_to_nanos(length) / buckets).max(1);
-        let stripe_words = (buckets as usize * FIELDS).div_ceil(8) * 8;
-        let lines = (0..stripes * stripe_words / 8)
-            .map(|_| Padded(Default::default()))
-            .collect();
+        let stripe_words = (buckets as usize * FIELDS).div_ceil(LINE_WORDS) * LINE_WORDS;
+        let lines = Lines::new(stripes * stripe_words / LINE_WORDS, stripes > 1);
         TimeWindow {
             width,
             buckets,
             buckets_inverse: (u64::MAX / buckets).wrapping_add(1),
             cached_epoch: AtomicU64::new(0),
-            stripes,
-            stripe_words,
+            stripes: stripes as u32,
+            stripe_words: stripe_words as u32,
             last_eval: AtomicU64::new(u64::MAX),
             lines,
             folded: (0..stripes * FIELDS).map(|_| AtomicU64::new(0)).collect(),
@@ -90,8 +89,8 @@ impl TimeWindow {
 
     #[inline]
     fn word(&self, stripe: usize, bucket: usize, field: usize) -> &AtomicU64 {
-        let i = stripe * self.stripe_words + bucket * FIELDS + field;
-        &self.lines[i / 8].0[i % 8]
+        let i = stripe * self.stripe_words as usize + bucket * FIELDS + field;
+        self.lines.word(i)
     }
 
     #[inline]
@@ -127,7 +126,7 @@ impl TimeWindow {
     pub(crate) fn record(&self, bits: u8, epoch: u64) {
         let (lap, bucket) = self.lap_and_bucket(epoch);
         let lap = lap & LAP_MASK;
-        let stripe = stripe::current(self.stripes);
+        let stripe = stripe::current(self.stripes as usize);
         self.bump(stripe, bucket, 0, lap);
         if bits != 0 {
             if bits & FAILURE != 0 {
@@ -203,7 +202,7 @@ impl TimeWindow {
                 continue;
             };
             let lap = (live / self.buckets) & LAP_MASK;
-            for stripe in 0..self.stripes {
+            for stripe in 0..self.stripes as usize {
                 for (field, sum) in sums.iter_mut().enumerate() {
                     let w = self
                         .word(stripe, bucket as usize, field)
@@ -231,7 +230,7 @@ impl TimeWindow {
             .filter_map(|e| {
                 let (lap, bucket) = self.lap_and_bucket(e);
                 let mut counts = [0u64; FIELDS];
-                for stripe in 0..self.stripes {
+                for stripe in 0..self.stripes as usize {
                     for (field, c) in counts.iter_mut().enumerate() {
                         let w = self.word(stripe, bucket, field).load(Ordering::Acquire);
                         if lap_of(w) == lap & LAP_MASK {
@@ -282,7 +281,7 @@ impl TimeWindow {
     /// writers bump concurrently restart from zero: the reset wins or the
     /// write lands after it, and nothing is double counted.
     pub(crate) fn reset(&self) {
-        for stripe in 0..self.stripes {
+        for stripe in 0..self.stripes as usize {
             for bucket in 0..self.buckets as usize {
                 for field in 0..FIELDS {
                     let old = self.word(stripe, bucket, field).swap(0, Ordering::AcqRel);
@@ -295,7 +294,7 @@ impl TimeWindow {
 
     pub(crate) fn totals(&self) -> Totals {
         let mut sums = [0u64; FIELDS];
-        for stripe in 0..self.stripes {
+        for stripe in 0..self.stripes as usize {
             for (field, sum) in sums.iter_mut().enumerate() {
                 *sum += self.folded[stripe * FIELDS + field].load(Ordering::Relaxed);
                 for bucket in 0..self.buckets as usize {
@@ -312,7 +311,7 @@ impl TimeWindow {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.lines.len() * 64 + self.folded.len() * 8
+        self.lines.heap_bytes() + self.folded.len() * 8
     }
 }
 
