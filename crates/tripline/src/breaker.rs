@@ -520,7 +520,7 @@ impl CircuitBreaker {
     /// Calls `f` with every event of this breaker, in order, until the
     /// returned [`Subscription`] is dropped.
     pub fn subscribe(&self, f: impl Fn(&Event) + Send + Sync + 'static) -> Subscription {
-        let id = self.inner.events.subscribe(Arc::new(f));
+        let id = self.inner.events().subscribe(Arc::new(f));
         Subscription {
             hub: Arc::downgrade(&self.inner),
             id,
@@ -577,12 +577,12 @@ impl CircuitBreaker {
         &self,
         f: impl Fn(&Event) + Send + Sync + 'static,
     ) -> bool {
-        self.inner.events.subscribe_forwarder_once(Arc::new(f))
+        self.inner.events().subscribe_forwarder_once(Arc::new(f))
     }
 
     /// Drops every subscriber (used when a registry removes the breaker).
     pub fn unsubscribe_all(&self) {
-        self.inner.events.unsubscribe_all();
+        self.inner.events().unsubscribe_all();
     }
 }
 

@@ -69,9 +69,6 @@ struct HotWords {
 /// Words a bad call's trip evaluation and the half-open paths read:
 /// copies of the settings, so that those paths need not load them.
 struct RuleWords {
-    /// Transitions so far; written only by a transition's winner, so it
-    /// costs the calls nothing here and keeps a stripe slot free.
-    transitions: AtomicU64,
     /// `1 << 63 | minimum_calls` when nothing varies the trip thresholds
     /// with time ([`Settings::plain_rule`]), 0 otherwise: a failure's trip
     /// evaluation then reads three words here instead of loading the
@@ -89,12 +86,50 @@ struct RuleWords {
     plain_quota: AtomicU64,
 }
 
-/// What only some configurations use — the ramp half-open policy, the
-/// learned slow-call baseline — out of line, allocated by the first use:
-/// a million keyed breakers with neither carry one pointer for them.
-struct Rare {
+/// The breaker's cold part: what only transitions, half-open probes,
+/// operators and some configurations touch, out of line and allocated by
+/// the first of them (a breaker's first trip, usually). A million keyed
+/// breakers that never trip carry one pointer for it; the calls of a
+/// closed breaker never read it.
+struct Cold {
+    /// Transitions so far; written only by a transition's winner.
+    transitions: AtomicU64,
+    /// Consecutive failed probe rounds since the breaker last closed.
+    open_round: AtomicU64,
+    /// When the breaker last closed after probing (cooldown), or `NEVER`.
+    recovered_at: AtomicU64,
+    /// A half-open decision waiting for `min_state_duration`:
+    /// `generation << 2 | 1 (close) or 2 (reopen)`; 0 for none.
+    pending: AtomicU64,
+    /// While a health prober is attached, business calls do not probe an
+    /// open breaker before this time.
+    health_gate: AtomicU64,
+    half_open: HalfOpenRound,
     ramp: RampRound,
+    probe_slow: SlowProbes,
     baseline: OnceLock<Baseline>,
+    /// Serialises reconfigurations (never taken on the call path).
+    reconfiguring: Mutex<()>,
+    /// Event subscribers and the order of delivery.
+    events: EventHub,
+}
+
+impl Cold {
+    fn new() -> Self {
+        Cold {
+            transitions: AtomicU64::new(0),
+            open_round: AtomicU64::new(0),
+            recovered_at: AtomicU64::new(NEVER),
+            pending: AtomicU64::new(0),
+            health_gate: AtomicU64::new(0),
+            half_open: HalfOpenRound::new(),
+            ramp: RampRound::new(),
+            probe_slow: SlowProbes::new(),
+            baseline: OnceLock::new(),
+            reconfiguring: Mutex::new(()),
+            events: EventHub::new(),
+        }
+    }
 }
 
 /// A breaker's state, shared by its handles.
@@ -132,28 +167,13 @@ pub(crate) struct Inner {
     /// Written only by the busy holder of a transition.
     entered_at: AtomicU64,
     open_until: AtomicU64,
-    /// Consecutive failed probe rounds since the breaker last closed.
-    open_round: AtomicU64,
     rng: AtomicU64,
     /// When the current warm-up started (creation or reconfiguration).
     warm_start: AtomicU64,
-    /// When the breaker last closed after probing (cooldown), or `NEVER`.
-    recovered_at: AtomicU64,
-    /// A half-open decision waiting for `min_state_duration`:
-    /// `generation << 2 | 1 (close) or 2 (reopen)`; 0 for none.
-    pending: AtomicU64,
-    /// While a health prober is attached, business calls do not probe an
-    /// open breaker before this time.
-    health_gate: AtomicU64,
     pub(crate) name: Name,
-    half_open: HalfOpenRound,
-    probe_slow: SlowProbes,
-    /// Allocated by the first use of what only some configurations need.
-    rare: OnceLock<Box<Rare>>,
-    /// Serialises reconfigurations (never taken on the call path).
-    reconfiguring: Mutex<()>,
+    /// Allocated by the first transition, probe or operator action.
+    cold: OnceLock<Box<Cold>>,
     counters: Counters,
-    pub(crate) events: EventHub,
 }
 
 impl Inner {
@@ -175,32 +195,27 @@ impl Inner {
                 reshapes: AtomicU64::new(0),
             },
             rules: RuleWords {
-                transitions: AtomicU64::new(0),
                 plain_rule: AtomicU64::new(0),
                 plain_failure_rate: AtomicU64::new(0),
                 plain_slow_rate: AtomicU64::new(0),
                 plain_quota: AtomicU64::new(0),
             },
             windows: WindowCell::new(Window::new(&config.window, stripes)),
-            name: Name::new(name),
             clock,
-            half_open: HalfOpenRound::new(),
-            probe_slow: SlowProbes::new(),
             entered_at: AtomicU64::new(now),
             open_until: AtomicU64::new(0),
-            open_round: AtomicU64::new(0),
             rng: AtomicU64::new(seed),
             warm_start: AtomicU64::new(now),
-            recovered_at: AtomicU64::new(NEVER),
-            pending: AtomicU64::new(0),
-            health_gate: AtomicU64::new(0),
-            rare: OnceLock::new(),
-            reconfiguring: Mutex::new(()),
+            name: Name::new(name),
+            cold: OnceLock::new(),
             counters: Counters::new(stripes),
-            events: EventHub::new(),
             settings: SettingsCell::new(settings),
         };
         inner.apply_settings_words();
+        // Loom cannot see the `OnceLock` that publishes the cold part to
+        // other threads: its models get it before they start any.
+        #[cfg(loom)]
+        inner.cold();
         inner
     }
 
@@ -209,24 +224,41 @@ impl Inner {
         Word(self.hot.state.load(Ordering::Acquire))
     }
 
-    /// The out-of-line part, allocated now if this is its first use.
-    fn rare(&self) -> &Rare {
-        self.rare.get_or_init(|| {
-            Box::new(Rare {
-                ramp: RampRound::new(),
-                baseline: OnceLock::new(),
-            })
-        })
+    /// The cold part, allocated now if this is its first use.
+    fn cold(&self) -> &Cold {
+        self.cold.get_or_init(|| Box::new(Cold::new()))
     }
 
-    /// The ramp policy's round (allocated by the first ramp round).
+    /// `read` of the cold part, or `default` while it has not been needed.
+    #[inline]
+    fn cold_or<R>(&self, default: R, read: impl FnOnce(&Cold) -> R) -> R {
+        self.cold.get().map_or(default, |c| read(c))
+    }
+
+    /// Event subscribers and the order of delivery (allocated by the
+    /// first transition or subscription).
+    pub(crate) fn events(&self) -> &EventHub {
+        &self.cold().events
+    }
+
+    /// The ramp policy's round.
     pub(crate) fn ramp(&self) -> &RampRound {
-        &self.rare().ramp
+        &self.cold().ramp
+    }
+
+    /// The quota policy's round.
+    pub(crate) fn half_open(&self) -> &HalfOpenRound {
+        &self.cold().half_open
+    }
+
+    /// The slow probes of the current round.
+    pub(crate) fn probe_slow(&self) -> &SlowProbes {
+        &self.cold().probe_slow
     }
 
     /// The learned slow-call baseline, if the config learns one.
     pub(crate) fn baseline(&self) -> Option<&Baseline> {
-        self.rare.get()?.baseline.get()
+        self.cold.get()?.baseline.get()
     }
 
     /// Whether a reconfiguration replaced the window the breaker was built
@@ -330,7 +362,7 @@ impl Inner {
                     (Some(d), _) => duration_to_nanos(*d).min(NEVER - 2),
                     (None, Some(b)) => {
                         let baseline = self
-                            .rare()
+                            .cold()
                             .baseline
                             .get_or_init(|| Baseline::new(self.clock.now().as_nanos()));
                         let t = baseline
@@ -347,7 +379,9 @@ impl Inner {
     /// Business calls do not probe an open breaker before `t` (a health
     /// prober is attached and will probe first).
     pub(crate) fn hold_business_probes_until(&self, t: Timestamp) {
-        self.health_gate.store(t.as_nanos(), Ordering::Release);
+        self.cold()
+            .health_gate
+            .store(t.as_nanos(), Ordering::Release);
     }
 
     // --- read-only views -------------------------------------------------
@@ -408,11 +442,11 @@ impl Inner {
     }
 
     pub(crate) fn transitions(&self) -> u64 {
-        self.rules.transitions.load(Ordering::Relaxed)
+        self.cold_or(0, |c| c.transitions.load(Ordering::Relaxed))
     }
 
     pub(crate) fn probes_in_flight(&self, generation: u64) -> u64 {
-        self.half_open.round(generation).in_flight
+        self.cold_or(0, |c| c.half_open.round(generation).in_flight)
     }
 
     /// When the current open state ends, if the breaker is open.
@@ -429,8 +463,7 @@ impl Inner {
             return false;
         }
         let now = self.clock.now().as_nanos();
-        now >= self.open_until.load(Ordering::Acquire)
-            && now >= self.health_gate.load(Ordering::Acquire)
+        now >= self.open_until.load(Ordering::Acquire) && now >= self.health_gate()
     }
 
     pub(crate) fn entered_at(&self) -> Timestamp {
@@ -440,7 +473,7 @@ impl Inner {
     /// When the current state began, the warm-up began and the breaker
     /// last recovered (see [`StateTimes`](super::StateTimes)).
     pub(crate) fn raw_times(&self) -> (u64, u64, Option<u64>) {
-        let recovered = self.recovered_at.load(Ordering::Relaxed);
+        let recovered = self.recovered_at();
         (
             self.entered_at.load(Ordering::Acquire),
             self.warm_start.load(Ordering::Relaxed),
@@ -453,12 +486,24 @@ impl Inner {
     pub(crate) fn set_raw_times(&self, entered: u64, warm: u64, recovered: Option<u64>) {
         self.entered_at.store(entered, Ordering::Release);
         self.warm_start.store(warm, Ordering::Relaxed);
-        self.recovered_at
-            .store(recovered.unwrap_or(NEVER), Ordering::Relaxed);
+        if let Some(t) = recovered {
+            self.cold().recovered_at.store(t, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn open_round(&self) -> u64 {
-        self.open_round.load(Ordering::Relaxed)
+        self.cold_or(0, |c| c.open_round.load(Ordering::Relaxed))
+    }
+
+    /// When business calls may probe again (a health prober holds them
+    /// until then), in nanoseconds; 0 when none is attached.
+    pub(crate) fn health_gate(&self) -> u64 {
+        self.cold_or(0, |c| c.health_gate.load(Ordering::Acquire))
+    }
+
+    /// When the breaker last closed after probing, or `NEVER`.
+    pub(crate) fn recovered_at(&self) -> u64 {
+        self.cold_or(NEVER, |c| c.recovered_at.load(Ordering::Relaxed))
     }
 
     /// The slow-call threshold in force, if slow detection is on.
@@ -467,11 +512,17 @@ impl Inner {
         (n != NEVER).then(|| std::time::Duration::from_nanos(n & !record::LEARN_BIT))
     }
 
-    /// Bytes this breaker owns outside `Inner` (windows, stripes, settings).
+    /// Bytes this breaker owns outside `Inner` (windows, stripes, settings,
+    /// the cold part once allocated).
     pub(crate) fn heap_bytes(&self) -> usize {
         // Shared settings are counted in full by each sharer: an upper bound.
         let settings = std::mem::size_of::<Settings>() + 16 + self.name.len();
-        self.windows.heap_bytes() + self.counters.heap_bytes() + self.name.heap_bytes() + settings
+        let cold = self.cold_or(0, |c| std::mem::size_of::<Cold>() + c.events.heap_bytes());
+        self.windows.heap_bytes()
+            + self.counters.heap_bytes()
+            + self.name.heap_bytes()
+            + settings
+            + cold
     }
 }
 

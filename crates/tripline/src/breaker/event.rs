@@ -292,6 +292,15 @@ impl EventHub {
         self.seq.fetch_add(1, Ordering::AcqRel)
     }
 
+    /// Bytes of the subscribers' part, once a subscription or a waiting
+    /// event allocated it (the subscribers themselves are the caller's).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        lock(&self.queue).heard.as_ref().map_or(0, |h| {
+            std::mem::size_of::<Heard>()
+                + h.subscribers.capacity() * std::mem::size_of::<(u64, Callback)>()
+        })
+    }
+
     pub(crate) fn subscribe(&self, f: Callback) -> u64 {
         lock(&self.queue).add(f)
     }
@@ -449,7 +458,7 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         if let Some(inner) = self.hub.upgrade() {
-            inner.events.unsubscribe(self.id);
+            inner.events().unsubscribe(self.id);
         }
     }
 }

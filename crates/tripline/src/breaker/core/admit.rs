@@ -59,7 +59,7 @@ impl Inner {
                     if now < until {
                         return Err(self.reject(State::Open, Some(until - now)));
                     }
-                    let gate = Timestamp::from_nanos(self.health_gate.load(Ordering::Acquire));
+                    let gate = Timestamp::from_nanos(self.health_gate());
                     if now < gate {
                         // A health check runs first; business traffic waits.
                         return Err(self.reject(State::Open, Some(gate - now)));
@@ -117,7 +117,7 @@ impl Inner {
                 let age = now.as_nanos().saturating_sub(self.entered_at().as_nanos());
                 if max.is_some_and(|max| age >= max) {
                     Probe::TimedOut
-                } else if self.half_open.try_admit(q, generation) {
+                } else if self.half_open().try_admit(q, generation) {
                     Probe::Admitted
                 } else {
                     Probe::Refused

@@ -74,7 +74,7 @@ impl Inner {
     /// [`reconfigure`](Self::reconfigure), or shared by a registry family —
     /// keeping the breaker's state.
     pub(crate) fn install(&self, settings: Arc<Settings>, warnings: &[ConfigWarning]) {
-        let _serial = lock(&self.reconfiguring);
+        let _serial = lock(&self.cold().reconfiguring);
         let now = self.clock.now();
         let config = self.own(&settings.config);
         let version = settings.version;
@@ -97,8 +97,8 @@ impl Inner {
         self.settings.store(settings);
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
-        let seq = self.events.reserve();
-        self.events.publish(
+        let seq = self.events().reserve();
+        self.events().publish(
             seq,
             self.event(
                 now,
@@ -162,7 +162,9 @@ impl Inner {
     pub(crate) fn restore(&self, snap: &Snapshot) {
         let now = self.clock.now();
         self.with_window(|w| w.preload(&snap.window, now));
-        self.open_round.store(snap.backoff_round, Ordering::Relaxed);
+        self.cold()
+            .open_round
+            .store(snap.backoff_round, Ordering::Relaxed);
         if let (Some(d), Some(b)) = (snap.learned_slow_call, self.baseline()) {
             b.restore(d);
             self.apply_slow_threshold();

@@ -194,7 +194,7 @@ impl Inner {
             );
             return (eff, 0);
         }
-        let recovered = self.recovered_at.load(Ordering::Relaxed);
+        let recovered = self.recovered_at();
         let warm = self.warm_start.load(Ordering::Relaxed);
         self.settings.with(|s| {
             let eff = s.effective(
@@ -253,13 +253,13 @@ impl Inner {
         let decision = self.with_half_open(
             |q, _| {
                 if verdict == Verdict::Slow {
-                    self.probe_slow.add(generation, 0);
+                    self.probe_slow().add(generation, 0);
                 }
-                self.half_open.settle(q, generation, verdict)
+                self.half_open().settle(q, generation, verdict)
             },
             |r, _| {
                 if verdict == Verdict::Slow {
-                    self.probe_slow
+                    self.probe_slow()
                         .add(generation, self.ramp().step(generation).index);
                 }
                 self.ramp().settle(r, generation, verdict)
@@ -295,7 +295,8 @@ impl Inner {
                 (_, Reason::ProbeSlow) => PENDING_REOPEN_SLOW,
                 _ => PENDING_REOPEN,
             };
-            self.pending
+            self.cold()
+                .pending
                 .store((w.generation() << 2) | code, Ordering::Release);
             return;
         }
@@ -321,14 +322,14 @@ impl Inner {
     /// Whether the half-open round of `w` has decided and waits for
     /// `min_state_duration`.
     pub(crate) fn is_parked(&self, w: Word) -> bool {
-        let p = self.pending.load(Ordering::Acquire);
+        let p = self.cold_or(0, |c| c.pending.load(Ordering::Acquire));
         p != 0 && p >> 2 == w.generation()
     }
 
     /// Applies a parked decision of this half-open round once its time has
     /// come; returns whether it did.
     pub(crate) fn apply_due_pending(&self, w: Word, now: Timestamp) -> bool {
-        let p = self.pending.load(Ordering::Acquire);
+        let p = self.cold_or(0, |c| c.pending.load(Ordering::Acquire));
         if p == 0 || p >> 2 != w.generation() {
             return false;
         }
@@ -351,7 +352,7 @@ impl Inner {
     pub(crate) fn round_snapshot(&self, generation: u64) -> WindowSnapshot {
         let (successes, failures, step) = self.with_half_open(
             |_, _| {
-                let r = self.half_open.round(generation);
+                let r = self.half_open().round(generation);
                 (r.successes, r.failures, 0)
             },
             |_, _| {
@@ -359,7 +360,7 @@ impl Inner {
                 (step.successes, step.failures, step.index)
             },
         );
-        let slow = self.probe_slow.count(generation, step).min(failures);
+        let slow = self.probe_slow().count(generation, step).min(failures);
         WindowSnapshot {
             calls: successes + failures,
             failures: failures - slow,

@@ -50,7 +50,7 @@ impl Inner {
 
     fn publish(&self, to: Word) {
         self.hot.state.store(to.published().0, Ordering::Release);
-        self.rules.transitions.fetch_add(1, Ordering::Relaxed);
+        self.cold().transitions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Open → HalfOpen by the first call after the deadline (or a passed
@@ -74,7 +74,7 @@ impl Inner {
         reason: Reason,
         take_probe: bool,
     ) -> Entry {
-        let Some(serial) = try_lock(&self.reconfiguring) else {
+        let Some(serial) = try_lock(&self.cold().reconfiguring) else {
             return Entry::Reconfiguring;
         };
         self.enter_half_open_serialised(from, now, reason, take_probe, Some(serial))
@@ -95,15 +95,15 @@ impl Inner {
         if !self.begin(from, to) {
             return Entry::Lost;
         }
-        let seq = self.events.reserve();
+        let seq = self.events().reserve();
         let generation = to.generation();
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
-        self.probe_slow.begin(generation);
+        self.probe_slow().begin(generation);
         // The round has just begun: its limit cannot have passed.
         let admitted = self.with_half_open(
             |q, _| {
-                self.half_open.begin(generation);
-                take_probe && self.half_open.try_admit(q, generation)
+                self.half_open().begin(generation);
+                take_probe && self.half_open().try_admit(q, generation)
             },
             |r, _| {
                 self.ramp().begin(generation, now);
@@ -137,7 +137,7 @@ impl Inner {
         if !self.begin(from, to) {
             return false;
         }
-        let seq = self.events.reserve();
+        let seq = self.events().reserve();
         let duration = match until {
             OpenUntil::At(t) => t - now,
             OpenUntil::Scheduled | OpenUntil::NextRound => {
@@ -145,11 +145,11 @@ impl Inner {
                     || matches!(from.state(), State::HalfOpen | State::Open);
                 let round = if next_round {
                     // Saturating: a restored snapshot may carry any round.
-                    self.open_round.load(Ordering::Relaxed).saturating_add(1)
+                    self.open_round().saturating_add(1)
                 } else {
                     0
                 };
-                self.open_round.store(round, Ordering::Relaxed);
+                self.cold().open_round.store(round, Ordering::Relaxed);
                 let mut rng = self.rng.load(Ordering::Relaxed);
                 let u = unit_f64(&mut rng);
                 self.rng.store(rng, Ordering::Relaxed);
@@ -193,17 +193,17 @@ impl Inner {
         if !self.begin(from, to) {
             return false;
         }
-        let seq = self.events.reserve();
+        let seq = self.events().reserve();
         let now = self.clock.now();
         if to_state == State::Closed {
-            self.open_round.store(0, Ordering::Relaxed);
+            self.cold().open_round.store(0, Ordering::Relaxed);
         }
         let recovered = if reason == Reason::ProbesSucceeded {
             now.as_nanos()
         } else {
             NEVER
         };
-        self.recovered_at.store(recovered, Ordering::Relaxed);
+        self.cold().recovered_at.store(recovered, Ordering::Relaxed);
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
         self.publish(to);
         self.emit_transition(seq, from, to, reason, snap, None, now);
@@ -223,7 +223,7 @@ impl Inner {
         if !self.begin(from, to) {
             return;
         }
-        let seq = self.events.reserve();
+        let seq = self.events().reserve();
         self.publish(to);
         self.with_window(Window::reset);
         let kind = EventKind::WouldTrip {
@@ -231,7 +231,7 @@ impl Inner {
             window,
             thresholds: self.thresholds(now),
         };
-        self.events.publish(seq, self.event(now, kind));
+        self.events().publish(seq, self.event(now, kind));
     }
 
     /// Applies an operator's state change, whatever the current state. An
@@ -258,8 +258,8 @@ impl Inner {
                     (State::Closed, _) => {
                         let window = self.window_at(now);
                         self.with_window(Window::reset);
-                        let seq = self.events.reserve();
-                        self.events
+                        let seq = self.events().reserve();
+                        self.events()
                             .publish(seq, self.event(now, EventKind::WindowReset { window }));
                         return;
                     }
@@ -298,11 +298,11 @@ impl Inner {
         self.open_until.store(until.as_nanos(), Ordering::Relaxed);
         // The event's place in the order is taken while busy, as a
         // transition's is, so observers see it between the right ones.
-        let seq = (previous != until).then(|| self.events.reserve());
+        let seq = (previous != until).then(|| self.events().reserve());
         self.hot.state.store(w.0, Ordering::Release);
         if let Some(seq) = seq {
             let kind = EventKind::OpenDeadlineChanged { previous, until };
-            self.events.publish(seq, self.event(now, kind));
+            self.events().publish(seq, self.event(now, kind));
         }
         true
     }
@@ -342,7 +342,7 @@ impl Inner {
         open_duration: Option<Duration>,
         now: Timestamp,
     ) {
-        self.events.publish_with(seq, || {
+        self.events().publish_with(seq, || {
             let t = Transition {
                 from: from.state(),
                 to: to.state(),
