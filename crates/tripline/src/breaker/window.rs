@@ -151,6 +151,7 @@ impl Window {
     }
 
     /// The live contents at `now`.
+    #[inline]
     pub(crate) fn snapshot(&self, now: Timestamp) -> WindowSnapshot {
         match self {
             Window::Count(w) => w.snapshot(),

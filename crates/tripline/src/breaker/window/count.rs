@@ -177,10 +177,11 @@ impl CountWindow {
     }
 
     /// Writes `bits` at position `p`: the CAS of the slot's word, then the
-    /// aggregate's when the slot's bits changed. Out of line: inlined, its
-    /// word arithmetic cost the clean-success path that never runs it
-    /// seven instructions of register pressure (`call` 75 → 82).
-    #[inline(never)]
+    /// aggregate's when the slot's bits changed. `inline`, not `always`:
+    /// forced into the clean-success path that never runs it, its word
+    /// arithmetic cost that path seven instructions of register pressure
+    /// (`call` 75 → 82).
+    #[inline]
     fn place(&self, p: u64, bits: u8) {
         if bits != 0 {
             self.count_total(bits);
