@@ -31,7 +31,6 @@ mod event;
 mod half_open;
 mod health;
 mod metrics;
-mod name;
 mod permit;
 mod state;
 pub(crate) mod stripe;

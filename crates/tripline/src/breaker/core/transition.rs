@@ -324,7 +324,7 @@ impl Inner {
 
     pub(crate) fn event(&self, at: Timestamp, kind: EventKind) -> Event {
         Event {
-            breaker: self.name.to_arc(),
+            breaker: crate::sync::Arc::from(self.name.as_str()),
             at,
             wall: crate::clock::system_time_after(Duration::ZERO),
             kind,
