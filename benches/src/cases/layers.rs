@@ -18,6 +18,7 @@ pub(super) fn tower_cases() -> Vec<Case> {
     vec![
         case("tower", "bare", bare),
         case("tower", "tripline", tripline_layer),
+        case("tower", "tripline_static", tripline_static_layer),
         case("tower", "tower_resilience", tower_resilience_layer),
         case("tower", "seatbelt", seatbelt_layer),
     ]
@@ -51,6 +52,15 @@ fn bare(work: bool) -> Factory {
 /// `tripline::tower::CircuitBreakerLayer` with tripline's defaults.
 fn tripline_layer(work: bool) -> Factory {
     let svc = CircuitBreakerLayer::new(super::closed::tripline_default()).layer(echo());
+    shared_rt(svc, work, |s| value(tower_call(s)))
+}
+
+/// The same layer over a breaker that lives as long as the program
+/// (`CircuitBreakerLayer::from_static`): no reference count per call.
+fn tripline_static_layer(work: bool) -> Factory {
+    let breaker: &'static tripline::CircuitBreaker =
+        Box::leak(Box::new(super::closed::tripline_default()));
+    let svc = CircuitBreakerLayer::from_static(breaker).layer(echo());
     shared_rt(svc, work, |s| value(tower_call(s)))
 }
 

@@ -296,6 +296,36 @@ async fn a_ready_service_dropped_unused_releases_its_reservations() {
     assert_eq!(w.breaker.state(), State::HalfOpen, "neutral");
 }
 
+/// The same contract, and the same release of an unused reservation, for
+/// a layer over a `'static` breaker, whose response futures borrow it
+/// instead of each holding a counted handle.
+#[tokio::test(start_paused = true)]
+async fn a_layer_over_a_static_breaker_keeps_the_contract() {
+    let w = world();
+    let breaker: &'static CircuitBreaker = Box::leak(Box::new(w.breaker.clone()));
+    let guarded = || {
+        ServiceBuilder::new()
+            .layer(CircuitBreakerLayer::from_static(breaker).allow_harmful_order())
+            .layer(BulkheadLayer::new(w.bulkhead.clone(), None))
+            .service_fn(answer::<u32>)
+    };
+    contract("circuit_breaker(static)+bulkhead", boxed(guarded()), &w).await;
+
+    half_open(&w).await;
+    let mut svc = guarded();
+    svc.ready().await.unwrap();
+    assert_eq!(w.breaker.metrics().probes_in_flight, 1);
+    drop(svc);
+    assert_eq!(w.breaker.metrics().probes_in_flight, 0);
+    assert_eq!(w.breaker.state(), State::HalfOpen, "neutral");
+    // A failure is recorded through the borrowed breaker too.
+    let mut failing = ServiceBuilder::new()
+        .layer(CircuitBreakerLayer::from_static(breaker))
+        .service_fn(|_: u32| async { Err::<u32, _>(std::io::Error::other("down")) });
+    failing.ready().await.unwrap().call(1).await.unwrap_err();
+    assert_eq!(w.breaker.state(), State::Open, "the probe failed");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_bulkhead_clone_does_not_share_the_reserved_slot() {
     let w = world();

@@ -283,17 +283,6 @@ impl DetachedPermit {
             self.ticket.release(&breaker.inner);
         }
     }
-
-    /// The permit owning a handle to `breaker` (the one that admitted it):
-    /// for a `'static` future that outlives the permit's owner.
-    #[cfg(feature = "tower")]
-    #[inline]
-    pub(crate) fn attach(self, breaker: &super::CircuitBreaker) -> OwnedPermit {
-        OwnedPermit {
-            inner: breaker.inner.clone(),
-            ticket: self.ticket,
-        }
-    }
 }
 
 /// Permission to make one call, owning a handle to the breaker: for
@@ -321,24 +310,6 @@ impl OwnedPermit {
     pub fn record(mut self, outcome: Outcome, elapsed: Duration) {
         self.ticket
             .record(&self.inner, outcome, duration_to_nanos(elapsed));
-    }
-
-    /// Records the outcome of a call that took `elapsed_nanos`, in place:
-    /// for a future that keeps the permit in its state, where moving it
-    /// out would cost a copy (the drop then finds it settled).
-    #[cfg(feature = "tower")]
-    #[inline(always)]
-    pub(crate) fn record_in_place(&mut self, outcome: Outcome, elapsed_nanos: u64) {
-        if !self.ticket.settled {
-            self.ticket.record(&self.inner, outcome, elapsed_nanos);
-        }
-    }
-
-    /// The admitting breaker's clock, for timing the call.
-    #[cfg(feature = "tower")]
-    #[inline]
-    pub(crate) fn now(&self) -> crate::clock::Timestamp {
-        crate::clock::Clock::now(&self.inner.clock)
     }
 
     /// Whether this permit is a half-open probe.

@@ -1,5 +1,6 @@
 //! `CircuitBreakerLayer`: a breaker around a tower service.
 
+use std::borrow::Borrow;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -8,7 +9,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{BoxError, CircuitOpen, IgnoreLocalRejections, NotReady};
-use crate::breaker::{CircuitBreaker, DetachedPermit, OwnedPermit, Rejected};
+use crate::breaker::{CircuitBreaker, DetachedPermit, Rejected};
 use crate::classify::Classifier;
 use crate::clock::Timestamp;
 
@@ -30,9 +31,13 @@ use crate::clock::Timestamp;
 /// assert!(err.is::<tripline::tower::CircuitOpen>());
 /// # });
 /// ```
+///
+/// `H` is how services and response futures hold the breaker: a
+/// [`CircuitBreaker`] handle of their own ([`new`](Self::new)), or a
+/// `&'static CircuitBreaker` ([`from_static`](Self::from_static)).
 #[derive(Clone, Debug)]
-pub struct CircuitBreakerLayer<C = IgnoreLocalRejections> {
-    breaker: CircuitBreaker,
+pub struct CircuitBreakerLayer<C = IgnoreLocalRejections, H = CircuitBreaker> {
+    breaker: H,
     classifier: C,
     allow_harmful_order: bool,
 }
@@ -48,9 +53,42 @@ impl CircuitBreakerLayer {
     }
 }
 
-impl<C> CircuitBreakerLayer<C> {
+impl CircuitBreakerLayer<IgnoreLocalRejections, &'static CircuitBreaker> {
+    /// Like [`new`](CircuitBreakerLayer::new), for a breaker that lives as
+    /// long as the program (a `static`, a `LazyLock`, or `Box::leak` at
+    /// start-up, as most services hold theirs): response futures borrow it
+    /// instead of each taking a counted handle, which saves an atomic
+    /// increment and decrement per call — about a third of the layer's
+    /// overhead.
+    ///
+    /// ```
+    /// use std::sync::LazyLock;
+    /// use tower::{Service, ServiceExt};
+    /// use tripline::tower::CircuitBreakerLayer;
+    /// use tripline::CircuitBreaker;
+    ///
+    /// static PAYMENTS: LazyLock<CircuitBreaker> =
+    ///     LazyLock::new(|| CircuitBreaker::try_new(Default::default()).unwrap());
+    /// # futures_executor::block_on(async {
+    /// let mut svc = tower::ServiceBuilder::new()
+    ///     .layer(CircuitBreakerLayer::from_static(&PAYMENTS))
+    ///     .service_fn(|x: u32| async move { Ok::<_, std::io::Error>(x + 1) });
+    /// assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), 2);
+    /// assert_eq!(PAYMENTS.metrics().calls.successful, 1);
+    /// # });
+    /// ```
+    pub fn from_static(breaker: &'static CircuitBreaker) -> Self {
+        CircuitBreakerLayer {
+            breaker,
+            classifier: IgnoreLocalRejections,
+            allow_harmful_order: false,
+        }
+    }
+}
+
+impl<C, H> CircuitBreakerLayer<C, H> {
     /// Classifies with `classifier` (a closure over `&Result<Response, BoxError>`).
-    pub fn classify<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2> {
+    pub fn classify<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, H> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier,
@@ -71,13 +109,13 @@ impl<C> CircuitBreakerLayer<C> {
     }
 }
 
-impl<S, C: Clone> Layer<S> for CircuitBreakerLayer<C> {
-    type Service = CircuitBreakerService<S, C>;
+impl<S, C: Clone, H: Borrow<CircuitBreaker> + Clone> Layer<S> for CircuitBreakerLayer<C, H> {
+    type Service = CircuitBreakerService<S, C, H>;
 
     fn layer(&self, inner: S) -> Self::Service {
         CircuitBreakerService {
             inner,
-            timed: timed(&self.breaker),
+            timed: timed(self.breaker.borrow()),
             breaker: self.breaker.clone(),
             classifier: self.classifier.clone(),
             reserved: Reserved::Nothing,
@@ -95,7 +133,7 @@ fn timed(breaker: &CircuitBreaker) -> bool {
 /// The reservation `poll_ready` made for the next `call`: a permit held
 /// apart from the breaker (the service keeps the breaker), so reserving
 /// costs no reference count; `call` hands it to the response future with
-/// the one handle that future needs.
+/// the handle that future needs (a counted one, or a `'static` borrow).
 #[derive(Debug)]
 enum Reserved {
     Nothing,
@@ -105,35 +143,40 @@ enum Reserved {
 
 /// A service behind a circuit breaker; see [`CircuitBreakerLayer`].
 #[derive(Debug)]
-pub struct CircuitBreakerService<S, C> {
+pub struct CircuitBreakerService<S, C, H = CircuitBreaker>
+where
+    H: Borrow<CircuitBreaker>,
+{
     inner: S,
     timed: bool,
-    breaker: CircuitBreaker,
+    breaker: H,
     classifier: C,
     reserved: Reserved,
     allow_harmful_order: bool,
 }
 
-impl<S, C> CircuitBreakerService<S, C> {
+impl<S, C, H: Borrow<CircuitBreaker>> CircuitBreakerService<S, C, H> {
     /// Drops the reservation unused: a reserved permit is released with a
     /// neutral verdict (its half-open probe slot freed).
     fn unreserve(&mut self) {
         if let Reserved::Permit(mut permit) =
             std::mem::replace(&mut self.reserved, Reserved::Nothing)
         {
-            permit.release(&self.breaker);
+            permit.release(self.breaker.borrow());
         }
     }
 }
 
-impl<S, C> Drop for CircuitBreakerService<S, C> {
+impl<S, C, H: Borrow<CircuitBreaker>> Drop for CircuitBreakerService<S, C, H> {
     /// A ready service dropped unused releases what it reserved.
     fn drop(&mut self) {
         self.unreserve();
     }
 }
 
-impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
+impl<S: Clone, C: Clone, H: Borrow<CircuitBreaker> + Clone> Clone
+    for CircuitBreakerService<S, C, H>
+{
     /// A clone starts not ready: the permit stays with the original.
     fn clone(&self) -> Self {
         CircuitBreakerService {
@@ -147,15 +190,16 @@ impl<S: Clone, C: Clone> Clone for CircuitBreakerService<S, C> {
     }
 }
 
-impl<S, C, Req> Service<Req> for CircuitBreakerService<S, C>
+impl<S, C, H, Req> Service<Req> for CircuitBreakerService<S, C, H>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
     C: Classifier<S::Response, BoxError> + Clone,
+    H: Borrow<CircuitBreaker> + Clone,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C>;
+    type Future = ResponseFuture<S::Future, C, H>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
@@ -163,7 +207,7 @@ where
             return Poll::Ready(Ok(()));
         }
         ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.reserved = match self.breaker.try_acquire_detached() {
+        self.reserved = match self.breaker.borrow().try_acquire_detached() {
             Ok(p) => Reserved::Permit(p),
             Err(r) => Reserved::Rejected(r),
         };
@@ -173,7 +217,7 @@ where
     #[inline]
     fn call(&mut self, req: Req) -> Self::Future {
         if let Some(misordered) =
-            super::check_breaker_placement(self.breaker.name(), self.allow_harmful_order)
+            super::check_breaker_placement(self.breaker.borrow(), self.allow_harmful_order)
         {
             // The reservation is released unrecorded: a refused stack is
             // not evidence about the dependency.
@@ -182,7 +226,10 @@ where
         }
         match std::mem::replace(&mut self.reserved, Reserved::Nothing) {
             Reserved::Permit(permit) => {
-                let permit = permit.attach(&self.breaker);
+                let permit = Held {
+                    breaker: self.breaker.clone(),
+                    permit,
+                };
                 let start = self.timed.then(|| permit.now());
                 ResponseFuture {
                     fut: Some(self.inner.call(req)),
@@ -203,13 +250,43 @@ where
     }
 }
 
+/// The permit a [`ResponseFuture`] holds, with the breaker it records
+/// into: a counted handle, or a `'static` borrow. Dropped unsettled (the
+/// future was cancelled), it releases the permit neutrally.
+struct Held<H: Borrow<CircuitBreaker>> {
+    breaker: H,
+    permit: DetachedPermit,
+}
+
+impl<H: Borrow<CircuitBreaker>> Held<H> {
+    #[inline(always)]
+    fn now(&self) -> Timestamp {
+        crate::clock::Clock::now(self.breaker.borrow().clock())
+    }
+
+    /// Records the outcome, once: a future polled again after its answer
+    /// records nothing more.
+    #[inline(always)]
+    fn record_in_place(&mut self, outcome: crate::classify::Outcome, elapsed_nanos: u64) {
+        self.permit
+            .record(self.breaker.borrow(), outcome, elapsed_nanos);
+    }
+}
+
+impl<H: Borrow<CircuitBreaker>> Drop for Held<H> {
+    #[inline]
+    fn drop(&mut self) {
+        self.permit.release(self.breaker.borrow());
+    }
+}
+
 /// What a [`ResponseFuture`] answers with besides its inner future's result.
-enum Hold {
+enum Hold<H: Borrow<CircuitBreaker>> {
     /// Admitted: the outcome is recorded when the inner future completes;
     /// dropped unsettled (the future was cancelled), the permit releases
     /// itself neutrally. `start` is set for a timed call.
     Admitted {
-        permit: OwnedPermit,
+        permit: Held<H>,
         start: Option<Timestamp>,
     },
     /// Refused at `call`: this error is the answer.
@@ -222,15 +299,18 @@ pin_project_lite::pin_project! {
     /// The response of a [`CircuitBreakerService`]: records the outcome
     /// when it completes; dropped early, it releases the permit neutrally
     /// (after dropping the inner future: fields drop in order).
-    pub struct ResponseFuture<F, C> {
+    pub struct ResponseFuture<F, C, H = CircuitBreaker>
+    where
+        H: Borrow<CircuitBreaker>,
+    {
         #[pin]
         fut: Option<F>,
-        hold: Hold,
+        hold: Hold<H>,
         classifier: C,
     }
 }
 
-impl<F, C: Clone> ResponseFuture<F, C> {
+impl<F, C: Clone, H: Borrow<CircuitBreaker>> ResponseFuture<F, C, H> {
     fn failed(e: BoxError, classifier: &C) -> Self {
         ResponseFuture {
             fut: None,
@@ -240,11 +320,12 @@ impl<F, C: Clone> ResponseFuture<F, C> {
     }
 }
 
-impl<F, T, E, C> Future for ResponseFuture<F, C>
+impl<F, T, E, C, H> Future for ResponseFuture<F, C, H>
 where
     F: Future<Output = Result<T, E>>,
     E: Into<BoxError>,
     C: Classifier<T, BoxError>,
+    H: Borrow<CircuitBreaker>,
 {
     type Output = Result<T, BoxError>;
 

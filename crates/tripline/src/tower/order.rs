@@ -49,12 +49,13 @@ pub fn misordered_calls() -> u64 {
 /// opted out — returns the error that refuses it.
 #[inline]
 pub(crate) fn check_breaker_placement(
-    breaker: &str,
+    breaker: &crate::breaker::CircuitBreaker,
     allow_harmful_order: bool,
 ) -> Option<MisorderedLayers> {
     let marks = ENCLOSING.with(Cell::get);
     if marks != 0 {
-        return misplaced(breaker, marks, allow_harmful_order);
+        // The name is read only here, off the path of a well-ordered call.
+        return misplaced(breaker.name(), marks, allow_harmful_order);
     }
     None
 }
