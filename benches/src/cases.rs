@@ -120,8 +120,10 @@ pub fn threaded() -> Vec<Case> {
             .map(|mut c| {
                 c.name = match c.name {
                     "tripline" => "tripline_layer",
+                    "tripline_static" => "tripline_static_layer",
                     "tower_resilience" => "tower_resilience",
-                    _ => "seatbelt_tower",
+                    "seatbelt" => "seatbelt_tower",
+                    other => other,
                 };
                 with_work(c, "threads")
             }),
