@@ -149,7 +149,8 @@ impl Cold {
 /// 2. the window: its discriminant (every call reads it) and the count
 ///    window's aggregate (every record reads it, bad calls write it) at
 ///    40–55, then the words of bad calls and resets, then the cursor at
-///    128: 89 bytes past part 1 and 73 past the aggregate, so a record's
+///    128: 88 bytes past the end of part 1 and 72 past the end of the
+///    aggregate (at least 64 between nearest bytes), so a record's
 ///    read of the aggregate right after bumping the cursor never finds the
 ///    line taken by another thread's bump;
 /// 3. everything written or read only on bad calls, transitions, probes,

@@ -62,8 +62,9 @@ const SF_ONE: u64 = 1 << 48;
 
 /// Laid out by hand (see "Layout" on the breaker's `Inner`): the
 /// aggregate, which every record reads, first; then the words of bad calls
-/// and resets; then the cursor, which every record writes, 72 bytes after
-/// the aggregate so that the two can never share a cache line.
+/// and resets; then the cursor, which every record writes, 72 bytes past
+/// the end of the aggregate (at least 64 between their nearest bytes), so
+/// that the two can never share a cache line.
 #[repr(C)]
 pub(crate) struct CountWindow {
     aggregate: AtomicU64,
