@@ -12,9 +12,10 @@
 //!   per-core runtime reuses connections its own thread drives and never
 //!   wakes another core to forward a request;
 //! * a connection goes back to its idle list when the answer's body ends
-//!   (the body wrapper does it), not from a task of its own; only when
-//!   hyper has not yet re-armed the connection (its request body still
-//!   streaming) does a small task wait for it, as hyper-util always does;
+//!   (`body::Tracked`, the proxy's end-of-body hook, does it), not from a
+//!   task of its own; only when hyper has not yet re-armed the connection
+//!   (its request body still streaming) does a small task wait for it, as
+//!   hyper-util always does;
 //! * the idle lists are keyed by the endpoint's `host:port` with foldhash,
 //!   and the key an answer needs to come back is a shared `Arc<str>`;
 //! * a request that hyper hands back unsent (the pooled connection closed
@@ -27,17 +28,13 @@
 //! `max_idle` are kept per endpoint and thread.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -45,7 +42,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::UpstreamError;
-use crate::body::{BoxError, ProxyBody};
+use crate::body::{ProxyBody, Tracked};
 
 /// Idle lists per thread slot: a power of two, so more proxy threads than
 /// slots share slots (correct, only less local).
@@ -149,7 +146,9 @@ impl Http1Pool {
     }
 
     /// The endpoint's answer, its body wrapped to bring the connection
-    /// back to the pool when it ends.
+    /// back to the pool when it ends well; failed or dropped early, the
+    /// connection is closed with it (hyper cannot reuse a connection with
+    /// an unread answer on it).
     fn answer(
         &self,
         response: Response<Incoming>,
@@ -164,17 +163,12 @@ impl Http1Pool {
             key,
         };
         let (parts, body) = response.into_parts();
-        let body = if body.is_end_stream() {
-            back.give();
-            body.map_err(Into::into).boxed()
-        } else {
-            PooledBody {
-                body,
-                back: Some(back),
+        let body = Tracked::new(body, move |ended_well| {
+            if ended_well {
+                back.give();
             }
-            .boxed()
-        };
-        Response::from_parts(parts, body)
+        });
+        Response::from_parts(parts, body.boxed())
     }
 
     /// Takes `sender` back as idle, if it can send again and there is room.
@@ -319,43 +313,5 @@ impl Return {
                 }
             });
         }
-    }
-}
-
-/// An answer's body that returns its connection to the pool when it ends;
-/// dropped early or failed, the connection is closed with it (hyper
-/// cannot reuse a connection with an unread answer on it).
-struct PooledBody {
-    body: Incoming,
-    back: Option<Return>,
-}
-
-impl Body for PooledBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let frame = ready!(Pin::new(&mut self.body).poll_frame(cx));
-        match &frame {
-            Some(Err(_)) => self.back = None,
-            Some(Ok(_)) if !self.body.is_end_stream() => {}
-            _ => {
-                if let Some(back) = self.back.take() {
-                    back.give();
-                }
-            }
-        }
-        Poll::Ready(frame.map(|f| f.map_err(Into::into)))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
