@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::request::Parts;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tripline::clock::SharedClock;
@@ -42,7 +42,7 @@ use crate::rejection::{FLAG_HEADER, REJECTED_HEADER, Reason};
 use crate::route::{Route, is_idempotent};
 
 /// Names the cause a fallback answer replaces.
-pub const DEGRADED_HEADER: &str = "x-tripline-degraded";
+pub const DEGRADED_HEADER: HeaderName = HeaderName::from_static("x-tripline-degraded");
 
 /// How long a replaced upstream answer may take to be read to its end
 /// (so it settles the breakers) before it is dropped, neutrally.

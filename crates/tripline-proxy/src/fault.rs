@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use http::request::Parts;
-use http::{HeaderValue, Response};
+use http::{HeaderName, HeaderValue, Response};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
@@ -37,7 +37,7 @@ pub use runtime::MAX_TTL;
 pub(crate) use runtime::RuntimeFault;
 
 /// The header marking an answer a fault shaped.
-pub const FAULT_HEADER: &str = "x-tripline-fault";
+pub const FAULT_HEADER: HeaderName = HeaderName::from_static("x-tripline-fault");
 
 type Labels = Vec<(&'static str, String)>;
 

@@ -123,7 +123,7 @@ async fn send(
     request: hyper::Request<Empty<Bytes>>,
 ) -> Option<Ending> {
     let response = client.request(request).await.ok()?;
-    let header = |name: &str| {
+    let header = |name: hyper::header::HeaderName| {
         response
             .headers()
             .get(name)

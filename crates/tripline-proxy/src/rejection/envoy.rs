@@ -11,12 +11,12 @@
 //! (`UF`, `UT`, `UC`), a spent deadline or a bad request: those are not
 //! overload.
 
-use http::{HeaderValue, Response};
+use http::{HeaderName, HeaderValue, Response};
 
 use super::{REJECTED_HEADER, RETRY_REFUSED_HEADER, Reason};
 
 /// Envoy's header for answers the proxy shed under overload.
-pub const ENVOY_OVERLOADED_HEADER: &str = "x-envoy-overloaded";
+pub const ENVOY_OVERLOADED_HEADER: HeaderName = HeaderName::from_static("x-envoy-overloaded");
 
 impl Reason {
     /// Whether the reason is the proxy shedding load (Envoy sets

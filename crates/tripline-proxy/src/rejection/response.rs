@@ -3,21 +3,21 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 
 use super::Reason;
 use crate::body::{ProxyBody, full};
 
 /// The cause of a refusal, by [`Reason::as_str`].
-pub const REJECTED_HEADER: &str = "x-tripline-rejected";
+pub const REJECTED_HEADER: HeaderName = HeaderName::from_static("x-tripline-rejected");
 /// The cause's short flag ([`Reason::flag`]).
-pub const FLAG_HEADER: &str = "x-tripline-flag";
+pub const FLAG_HEADER: HeaderName = HeaderName::from_static("x-tripline-flag");
 /// The route that took the request.
-pub const ROUTE_HEADER: &str = "x-tripline-route";
+pub const ROUTE_HEADER: HeaderName = HeaderName::from_static("x-tripline-route");
 /// The breaker that refused it.
-pub const BREAKER_HEADER: &str = "x-tripline-breaker";
+pub const BREAKER_HEADER: HeaderName = HeaderName::from_static("x-tripline-breaker");
 /// On an upstream's answer: a retry was due and refused (`budget_exhausted`).
-pub const RETRY_REFUSED_HEADER: &str = "x-tripline-retry-refused";
+pub const RETRY_REFUSED_HEADER: HeaderName = HeaderName::from_static("x-tripline-retry-refused");
 
 /// Everything a refusal says about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -27,6 +27,13 @@ use crate::clock::{Clock, Timestamp};
 pub const DEADLINE_HEADER: &str = "tripline-timeout-ms";
 /// gRPC's timeout header, accepted on the way in.
 pub const GRPC_TIMEOUT_HEADER: &str = "grpc-timeout";
+// The same names as `HeaderName`s: a lookup by `&str` parses and
+// lower-cases the name on every call (~360 instructions each in the
+// proxy's profile); a `HeaderName` is hashed directly.
+#[cfg(feature = "tower")]
+const DEADLINE_NAME: http::HeaderName = http::HeaderName::from_static(DEADLINE_HEADER);
+#[cfg(feature = "tower")]
+const GRPC_TIMEOUT_NAME: http::HeaderName = http::HeaderName::from_static(GRPC_TIMEOUT_HEADER);
 
 /// When the work for a request stops being useful, on the pipeline's clock.
 ///
@@ -140,11 +147,11 @@ impl Deadline {
         headers: &http::HeaderMap,
         clock: &impl Clock,
     ) -> Result<Option<Deadline>, MalformedDeadline> {
-        let parsed = if let Some(v) = headers.get(DEADLINE_HEADER) {
+        let parsed = if let Some(v) = headers.get(DEADLINE_NAME) {
             v.to_str()
                 .map_err(|_| MalformedDeadline)
                 .and_then(parse_timeout_ms)
-        } else if let Some(v) = headers.get(GRPC_TIMEOUT_HEADER) {
+        } else if let Some(v) = headers.get(GRPC_TIMEOUT_NAME) {
             v.to_str()
                 .map_err(|_| MalformedDeadline)
                 .and_then(parse_grpc_timeout)
@@ -164,10 +171,10 @@ impl Deadline {
     /// incoming value, and dropping `grpc-timeout` so it cannot contradict it).
     #[cfg(feature = "tower")]
     pub fn write_headers(&self, headers: &mut http::HeaderMap, clock: &impl Clock) {
-        headers.remove(GRPC_TIMEOUT_HEADER);
+        headers.remove(GRPC_TIMEOUT_NAME);
         let value = format_timeout_ms(self.remaining(clock));
         if let Ok(v) = http::HeaderValue::from_str(&value) {
-            headers.insert(DEADLINE_HEADER, v);
+            headers.insert(DEADLINE_NAME, v);
         }
     }
 }
