@@ -473,6 +473,12 @@ where
 {
     let mut tick = std::pin::pin!(tokio::time::sleep(PARK_GRACE));
     let mut cut_rx = stop.clone();
+    // Tells whether the shutdown level moved since the two waits below
+    // were last polled: they are polled once (to register this task's
+    // waker, which stays the same) and then only when it moved, not on
+    // every wake-up of a busy connection (two watch waits re-polled cost
+    // ~400 instructions each, twice a request).
+    let mut level = stop.clone();
     let mut cut = std::pin::pin!(reached(&mut cut_rx, CUT));
     let mut drain = std::pin::pin!(reached(stop, DRAINING));
     let mut seen = activity.sample();
@@ -480,13 +486,18 @@ where
     let first_request = seen.1;
     let mut parking: Option<Instant> = None;
     let mut draining = false;
+    let mut registered = false;
     poll_fn(|cx| {
-        if cut.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Ended::Dropped);
-        }
-        if !draining && drain.as_mut().poll(cx).is_ready() {
-            draining = true;
-            Pin::new(&mut *conn).graceful_shutdown();
+        if !registered || level.has_changed().unwrap_or(true) {
+            registered = true;
+            level.borrow_and_update();
+            if cut.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Ended::Dropped);
+            }
+            if !draining && drain.as_mut().poll(cx).is_ready() {
+                draining = true;
+                Pin::new(&mut *conn).graceful_shutdown();
+            }
         }
         if let Poll::Ready(done) = conn.poll_without_shutdown(cx) {
             return Poll::Ready(match (done, parking) {
