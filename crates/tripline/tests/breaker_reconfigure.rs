@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tripline::breaker::{
-    HealthProbe, HealthProber, SlowCallBaseline, Snapshot, WarmUp, WarmUpMode,
+    Backoff, HealthProbe, HealthProber, Jitter, OpenDuration, SlowCallBaseline, Snapshot, WarmUp,
+    WarmUpMode,
 };
-use tripline::clock::ManualClock;
+use tripline::clock::{Clock, ManualClock};
 use tripline::{
     CircuitBreaker, CircuitBreakerConfig, Event, EventKind, HalfOpenPolicy, Outcome, Reason, State,
     WindowConfig,
@@ -589,4 +590,40 @@ fn a_snapshot_that_cannot_be_kept_whole_says_what_was_dropped() {
             .any(|w| w.field == "restore.window" && w.message.contains("contradict")),
         "{warnings:?}"
     );
+}
+
+/// A fixed open duration is kept beside the cold state for trips; a new
+/// config must reach it: the next trip opens for the new duration, and a
+/// backoff (which varies by round) is read from the settings again.
+#[test]
+fn a_new_open_duration_applies_from_the_next_trip() {
+    let clock = ManualClock::new();
+    let with_open = |open: OpenDuration| CircuitBreakerConfig {
+        open_duration: open,
+        ..base()
+    };
+    let b = build(with_open(OpenDuration::Fixed(secs(5))), &clock);
+    let trip_and_recover = |expected: Duration| {
+        record(&b, Outcome::Failure, 4, Duration::ZERO);
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.open_until_time(), Some(clock.now() + expected));
+        clock.advance(expected);
+        record(&b, Outcome::Success, 1, Duration::ZERO);
+        assert_eq!(b.state(), State::Closed, "one good probe closes");
+    };
+    trip_and_recover(secs(5));
+    b.reconfigure(with_open(OpenDuration::Fixed(secs(2))))
+        .unwrap();
+    trip_and_recover(secs(2));
+    b.reconfigure(with_open(OpenDuration::Backoff(Backoff {
+        initial: secs(3),
+        multiplier: 2.0,
+        max: secs(60),
+        jitter: Jitter::None,
+    })))
+    .unwrap();
+    trip_and_recover(secs(3));
+    b.reconfigure(with_open(OpenDuration::Fixed(ms(1500))))
+        .unwrap();
+    trip_and_recover(ms(1500));
 }

@@ -94,6 +94,12 @@ struct RuleWords {
 struct Cold {
     /// Transitions so far; written only by a transition's winner.
     transitions: AtomicU64,
+    /// The open duration in nanoseconds when it is the same for every
+    /// trip ([`Settings::plain_open_nanos`]: a fixed duration), 0 when it
+    /// varies (backoff, jitter): a trip then reads this word instead of
+    /// loading the settings (a load is two locked instructions, about a
+    /// tenth of a trip's cost).
+    plain_open: AtomicU64,
     /// Consecutive failed probe rounds since the breaker last closed.
     open_round: AtomicU64,
     /// When the breaker last closed after probing (cooldown), or `NEVER`.
@@ -118,6 +124,7 @@ impl Cold {
     fn new() -> Self {
         Cold {
             transitions: AtomicU64::new(0),
+            plain_open: AtomicU64::new(0),
             open_round: AtomicU64::new(0),
             recovered_at: AtomicU64::new(NEVER),
             pending: AtomicU64::new(0),
@@ -229,7 +236,15 @@ impl Inner {
 
     /// The cold part, allocated now if this is its first use.
     fn cold(&self) -> &Cold {
-        self.cold.get_or_init(|| Box::new(Cold::new()))
+        self.cold.get_or_init(|| {
+            let cold = Cold::new();
+            // A reconfiguration takes the cold part before it stores new
+            // settings, so a part made here either sees them or is
+            // updated by it (`apply_settings_words`).
+            let open = self.settings.with(Settings::plain_open_nanos);
+            cold.plain_open.store(open, Ordering::Relaxed);
+            Box::new(cold)
+        })
     }
 
     /// `read` of the cold part, or `default` while it has not been needed.
@@ -319,6 +334,26 @@ impl Inner {
         self.rules.plain_rule.store(rule.word, Ordering::Release);
         let quota = self.settings.with(Settings::plain_quota);
         self.rules.plain_quota.store(quota, Ordering::Release);
+        if let Some(cold) = self.cold.get() {
+            let open = self.settings.with(Settings::plain_open_nanos);
+            cold.plain_open.store(open, Ordering::Release);
+        }
+    }
+
+    /// The open duration of a trip in `round`, `u` its jitter draw: from
+    /// the plain word when the duration is fixed, else from the settings.
+    pub(crate) fn open_duration(&self, round: u64, u: f64) -> std::time::Duration {
+        let plain = self.cold().plain_open.load(Ordering::Acquire);
+        if plain != 0 {
+            return std::time::Duration::from_nanos(plain);
+        }
+        self.settings.with(|s| {
+            let d = s
+                .config
+                .open_duration
+                .for_round(u32::try_from(round).unwrap_or(u32::MAX), u);
+            d.max(std::time::Duration::from_nanos(s.min_state_nanos()))
+        })
     }
 
     /// `min_state_duration` in nanoseconds: 0 without loading the

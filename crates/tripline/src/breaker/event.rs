@@ -276,20 +276,50 @@ impl Queue {
 /// Subscribers and the ordered delivery queue of one breaker.
 pub(crate) struct EventHub {
     seq: AtomicU64,
+    /// 1 once anything subscribed (it stays 1). Until then events take no
+    /// place in the order and skip the queue's lock: a breaker nobody ever
+    /// listened to pays one load per event, not a locked add and a lock
+    /// round trip (three locked instructions per transition).
+    listened: AtomicU64,
     queue: Mutex<Queue>,
 }
+
+/// The place of an event nobody can hear: no subscriber had ever
+/// subscribed when it happened.
+pub(crate) const UNHEARD: u64 = u64::MAX;
 
 impl EventHub {
     pub(crate) fn new() -> Self {
         EventHub {
             seq: AtomicU64::new(0),
+            listened: AtomicU64::new(0),
             queue: Mutex::new(Queue::default()),
         }
     }
 
-    /// Reserves the delivery position of an event happening now.
+    /// Reserves the delivery position of an event happening now
+    /// ([`UNHEARD`] while nothing ever subscribed).
+    ///
+    /// Called after the transition's state-word CAS, so the flag is read in
+    /// state order: a transition that saw it set happens before any later
+    /// transition's read, which sees it set too. Events are therefore
+    /// delivered without gaps from the first one that reserved a place; one
+    /// racing with the first subscription may go unheard, as if it had
+    /// happened just before it.
     pub(crate) fn reserve(&self) -> u64 {
+        if self.listened.load(Ordering::Acquire) == 0 {
+            return UNHEARD;
+        }
         self.seq.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Marks the hub listened to, under the queue's lock: the order starts
+    /// at the next reserved place (nothing reserved one before).
+    fn listen(&self, q: &mut Queue) {
+        if self.listened.load(Ordering::Relaxed) == 0 {
+            q.next = self.seq.load(Ordering::Acquire);
+            self.listened.store(1, Ordering::Release);
+        }
     }
 
     /// Bytes of the subscribers' part, once a subscription or a waiting
@@ -302,7 +332,9 @@ impl EventHub {
     }
 
     pub(crate) fn subscribe(&self, f: Callback) -> u64 {
-        lock(&self.queue).add(f)
+        let mut q = lock(&self.queue);
+        self.listen(&mut q);
+        q.add(f)
     }
 
     /// Subscribes `f` unless a forwarder was subscribed before: the check
@@ -315,6 +347,7 @@ impl EventHub {
             return false;
         }
         q.forwarder = true;
+        self.listen(&mut q);
         q.add(f);
         true
     }
@@ -339,9 +372,14 @@ impl EventHub {
     /// all the time with nobody listening pays only its place in the order,
     /// not a window snapshot, a settings load and a name clone per event.
     pub(crate) fn publish_with(&self, seq: u64, build: impl FnOnce() -> Event) {
-        if !tracing::enabled!(target: "tripline::breaker", tracing::Level::INFO)
-            && lock(&self.queue).pass_unheard(seq)
-        {
+        let traced = tracing::enabled!(target: "tripline::breaker", tracing::Level::INFO);
+        if seq == UNHEARD {
+            if traced {
+                trace(&build());
+            }
+            return;
+        }
+        if !traced && lock(&self.queue).pass_unheard(seq) {
             return;
         }
         self.publish(seq, build());
@@ -351,6 +389,9 @@ impl EventHub {
     /// next in line, unless another thread is already delivering.
     pub(crate) fn publish(&self, seq: u64, event: Event) {
         trace(&event);
+        if seq == UNHEARD {
+            return;
+        }
         let mut q = lock(&self.queue);
         if q.pass_unheard(seq) {
             return;

@@ -94,6 +94,7 @@ impl Inner {
         // that varies them (a warm-up, say).
         self.rules.plain_rule.store(0, Ordering::Relaxed);
         self.rules.plain_quota.store(0, Ordering::Relaxed);
+        self.cold().plain_open.store(0, Ordering::Relaxed);
         self.settings.store(settings);
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);

@@ -8,6 +8,7 @@
 
 use super::super::config::{CircuitBreakerConfig, WarmUpMode};
 use super::super::half_open::Rules;
+use crate::breaker::OpenDuration;
 use crate::clock::duration_to_nanos;
 
 /// A validated config and the policy rules derived from it; everything
@@ -91,6 +92,17 @@ impl Settings {
             },
             failure_rate: c.failure_rate_threshold,
             slow_rate: c.slow_call_rate_threshold,
+        }
+    }
+
+    /// The open duration in nanoseconds when every trip opens for the
+    /// same time (a fixed duration, at least `min_state_duration`), 0
+    /// when it varies by round or jitter. Never 0 otherwise: a fixed
+    /// duration is at least 1 ms.
+    pub(crate) fn plain_open_nanos(&self) -> u64 {
+        match self.config.open_duration {
+            OpenDuration::Fixed(d) => duration_to_nanos(d).max(self.min_state_nanos()),
+            OpenDuration::Backoff(_) => 0,
         }
     }
 

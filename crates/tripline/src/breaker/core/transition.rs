@@ -153,13 +153,7 @@ impl Inner {
                 let mut rng = self.rng.load(Ordering::Relaxed);
                 let u = unit_f64(&mut rng);
                 self.rng.store(rng, Ordering::Relaxed);
-                self.settings.with(|s| {
-                    let d = s
-                        .config
-                        .open_duration
-                        .for_round(u32::try_from(round).unwrap_or(u32::MAX), u);
-                    d.max(Duration::from_nanos(s.min_state_nanos()))
-                })
+                self.open_duration(round, u)
             }
         };
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
