@@ -151,7 +151,7 @@ fn tripline(work: bool, transitions: Transitions) -> Factory {
     shared((b, clock, 0u64), work, move |(b, clock, n)| {
         *n += 1;
         let n = *n;
-        clock.0.store(n * step, Ordering::Release);
+        clock.0.store(n.saturating_mul(step), Ordering::Release);
         value(b.call(|| flaky_op()(n)))
     })
 }
