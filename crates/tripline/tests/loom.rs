@@ -378,3 +378,34 @@ fn reconfiguring_the_half_open_policy_while_entering_half_open_never_strands_a_r
         }
     }
 }
+
+/// The first subscription racing transitions (events take a place in the
+/// delivery order only once something listens): what it hears is an
+/// in-order, gap-free suffix of the transitions that happened — those
+/// before it may go unheard, none after it — and a transition after it is
+/// always heard.
+#[test]
+fn a_first_subscription_racing_transitions_hears_a_gap_free_suffix() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, HalfOpenPolicy::Consecutive { successes: 1 });
+        let operator = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.force_open();
+                b.reset();
+            })
+        };
+        let seen = count_transitions(&b);
+        operator.join().unwrap();
+        b.force_open();
+        let seen = seen.lock().unwrap().clone();
+        let all = [
+            (State::Closed, State::ForcedOpen),
+            (State::ForcedOpen, State::Closed),
+            (State::Closed, State::ForcedOpen),
+        ];
+        assert!(all.ends_with(&seen), "not a suffix: {seen:?}");
+        assert!(!seen.is_empty(), "the transition after it went unheard");
+    });
+}
