@@ -524,8 +524,14 @@ impl Inner {
     pub(crate) fn set_raw_times(&self, entered: u64, warm: u64, recovered: Option<u64>) {
         self.entered_at.store(entered, Ordering::Release);
         self.warm_start.store(warm, Ordering::Relaxed);
-        if let Some(t) = recovered {
-            self.cold().recovered_at.store(t, Ordering::Relaxed);
+        match recovered {
+            Some(t) => self.cold().recovered_at.store(t, Ordering::Relaxed),
+            // Without a cold part it already reads as never.
+            None => {
+                if let Some(cold) = self.cold.get() {
+                    cold.recovered_at.store(NEVER, Ordering::Relaxed);
+                }
+            }
         }
     }
 

@@ -387,7 +387,7 @@ impl EventHub {
 
     /// Queues the event reserved as `seq` and delivers every event that is
     /// next in line, unless another thread is already delivering.
-    pub(crate) fn publish(&self, seq: u64, event: Event) {
+    fn publish(&self, seq: u64, event: Event) {
         trace(&event);
         if seq == UNHEARD {
             return;

@@ -99,8 +99,7 @@ impl Inner {
         self.apply_settings_words();
         self.warm_start.store(now.as_nanos(), Ordering::Relaxed);
         let seq = self.events().reserve();
-        self.events().publish(
-            seq,
+        self.events().publish_with(seq, || {
             self.event(
                 now,
                 EventKind::ConfigChanged {
@@ -109,8 +108,8 @@ impl Inner {
                     new: Box::new(config),
                     warnings: warnings.iter().map(ToString::to_string).collect(),
                 },
-            ),
-        );
+            )
+        });
         if half_open_changed {
             self.restart_half_open_round(now);
         }

@@ -225,7 +225,7 @@ impl Inner {
             window,
             thresholds: self.thresholds(now),
         };
-        self.events().publish(seq, self.event(now, kind));
+        self.events().publish_with(seq, || self.event(now, kind));
     }
 
     /// Applies an operator's state change, whatever the current state. An
@@ -253,8 +253,9 @@ impl Inner {
                         let window = self.window_at(now);
                         self.with_window(Window::reset);
                         let seq = self.events().reserve();
-                        self.events()
-                            .publish(seq, self.event(now, EventKind::WindowReset { window }));
+                        self.events().publish_with(seq, || {
+                            self.event(now, EventKind::WindowReset { window })
+                        });
                         return;
                     }
                     _ => return,
@@ -296,7 +297,7 @@ impl Inner {
         self.hot.state.store(w.0, Ordering::Release);
         if let Some(seq) = seq {
             let kind = EventKind::OpenDeadlineChanged { previous, until };
-            self.events().publish(seq, self.event(now, kind));
+            self.events().publish_with(seq, || self.event(now, kind));
         }
         true
     }
