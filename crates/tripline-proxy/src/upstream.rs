@@ -27,6 +27,7 @@ use rustls_pki_types::ServerName;
 use crate::body::{BoxError, ProxyBody};
 use crate::config::{ConfigError, ProxyConfig, UpstreamProtocol};
 
+mod h1;
 mod http1_pool;
 
 pub(crate) use http1_pool::Http1Pool;

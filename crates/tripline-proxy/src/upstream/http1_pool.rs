@@ -6,7 +6,10 @@
 //! checkout and return, its response future is boxed, and every answer
 //! whose body is still streaming spawns a task that waits for the
 //! connection to be ready again before returning it. This pool sends on
-//! hyper's own `conn::http1` connections and keeps them per thread:
+//! hyper's own `conn::http1` connections — or, for a request without a
+//! body, exchanges it in the request's own task on a bare connection
+//! (`super::h1`: no connection task, channel or dispatcher) — and keeps
+//! both kinds per thread:
 //!
 //! * idle connections are kept per thread (a slot per proxy thread), so a
 //!   per-core runtime reuses connections its own thread drives and never
@@ -42,6 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::UpstreamError;
+use super::h1::{self, RawConn};
 use crate::body::{ProxyBody, Tracked};
 
 /// Idle lists per thread slot: a power of two, so more proxy threads than
@@ -54,7 +58,56 @@ type IdleLists = HashMap<Arc<str>, IdleList, foldhash::fast::RandomState>;
 /// used last; `key` is the map's own key, handed to each answer.
 struct IdleList {
     key: Arc<str>,
-    idle: Vec<Idle>,
+    /// hyper's connections (requests with a body).
+    hyper: Vec<Idle<SendRequest<ProxyBody>>>,
+    /// Bare connections (bodiless requests, [`h1`]).
+    raw: Vec<Idle<RawConn>>,
+}
+
+impl IdleList {
+    fn new(key: Arc<str>) -> Self {
+        IdleList {
+            key,
+            hyper: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+}
+
+/// A pooled connection of either kind.
+trait Pooled {
+    /// Whether the endpoint has not closed it.
+    fn is_open(&self) -> bool;
+    /// Whether it can take a request now.
+    fn can_send(&self) -> bool;
+    /// Its kind's idle list.
+    fn list(idle: &mut IdleList) -> &mut Vec<Idle<Self>>
+    where
+        Self: Sized;
+}
+
+impl Pooled for SendRequest<ProxyBody> {
+    fn is_open(&self) -> bool {
+        !self.is_closed()
+    }
+    fn can_send(&self) -> bool {
+        self.is_ready()
+    }
+    fn list(idle: &mut IdleList) -> &mut Vec<Idle<Self>> {
+        &mut idle.hyper
+    }
+}
+
+impl Pooled for RawConn {
+    fn is_open(&self) -> bool {
+        RawConn::is_open(self)
+    }
+    fn can_send(&self) -> bool {
+        true
+    }
+    fn list(idle: &mut IdleList) -> &mut Vec<Idle<Self>> {
+        &mut idle.raw
+    }
 }
 
 /// A cleartext HTTP/1.1 client with a per-thread keep-alive pool; clones
@@ -73,8 +126,8 @@ struct Shared {
     sweeping: AtomicBool,
 }
 
-struct Idle {
-    sender: SendRequest<ProxyBody>,
+struct Idle<C> {
+    conn: C,
     since: Instant,
 }
 
@@ -101,8 +154,11 @@ impl Http1Pool {
         address: &str,
         mut request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
+        if h1::is_bodiless(&request) {
+            return self.send_bodiless(address, request).await;
+        }
         let slot = thread_slot();
-        while let Some((mut sender, key)) = self.shared.checkout(slot, address) {
+        while let Some((mut sender, key)) = self.shared.checkout::<SendRequest<_>>(slot, address) {
             match sender.try_send_request(request).await {
                 Ok(response) => return Ok(self.answer(response, sender, slot, key)),
                 Err(mut unsent) => match unsent.take_message() {
@@ -121,8 +177,44 @@ impl Http1Pool {
         }
     }
 
-    /// Opens a connection to `address` and spawns its driver on this runtime.
-    async fn connect(&self, address: &str) -> Result<SendRequest<ProxyBody>, UpstreamError> {
+    /// [`Http1Pool::send`] for a request without a body, on a bare
+    /// connection driven by this task ([`h1`]).
+    async fn send_bodiless(
+        &self,
+        address: &str,
+        request: Request<ProxyBody>,
+    ) -> Result<Response<ProxyBody>, UpstreamError> {
+        let slot = thread_slot();
+        while let Some((conn, key)) = self.shared.checkout::<RawConn>(slot, address) {
+            match h1::send(conn, &request, self.home(slot, key)).await {
+                Ok(response) => return Ok(response),
+                // The pooled connection broke under the write: the
+                // endpoint has no whole request to act on, try another.
+                Err(h1::Failed::Unsent(_)) => {}
+                Err(h1::Failed::Answer(e)) => return Err(UpstreamError::other(e)),
+            }
+        }
+        let conn = RawConn::new(self.open(address).await?);
+        let key = self.shared.key(slot, address);
+        match h1::send(conn, &request, self.home(slot, key)).await {
+            Ok(response) => Ok(response),
+            Err(h1::Failed::Unsent(e)) => Err(UpstreamError::other(e)),
+            Err(h1::Failed::Answer(e)) => Err(UpstreamError::other(e)),
+        }
+    }
+
+    /// Where a bare connection goes once its answer has been read whole.
+    fn home(
+        &self,
+        slot: usize,
+        key: Arc<str>,
+    ) -> impl FnOnce(RawConn) + Send + Sync + Unpin + 'static {
+        let pool = self.clone();
+        move |conn| pool.checkin(slot, key, conn)
+    }
+
+    /// Opens a TCP connection to `address` within the connect timeout.
+    async fn open(&self, address: &str) -> Result<TcpStream, UpstreamError> {
         let stream = tokio::time::timeout(self.shared.connect_timeout, open(address))
             .await
             .map_err(|_| {
@@ -133,6 +225,13 @@ impl Http1Pool {
             })?
             .map_err(UpstreamError::connect)?;
         let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+
+    /// Opens a connection to `address` and spawns its hyper driver on
+    /// this runtime.
+    async fn connect(&self, address: &str) -> Result<SendRequest<ProxyBody>, UpstreamError> {
+        let stream = self.open(address).await?;
         let (sender, connection) = http1::Builder::new()
             .handshake(TokioIo::new(stream))
             .await
@@ -171,19 +270,17 @@ impl Http1Pool {
         Response::from_parts(parts, body.boxed())
     }
 
-    /// Takes `sender` back as idle, if it can send again and there is room.
-    fn checkin(&self, slot: usize, key: Arc<str>, sender: SendRequest<ProxyBody>) {
+    /// Takes `conn` back as idle, if it can send again and there is room.
+    fn checkin<C: Pooled>(&self, slot: usize, key: Arc<str>, conn: C) {
         let shared = &self.shared;
         let now = Instant::now();
         {
             let mut lists = shared.lock(slot);
-            let list = &mut lists
-                .entry(key.clone())
-                .or_insert_with(|| IdleList {
-                    key,
-                    idle: Vec::new(),
-                })
-                .idle;
+            let list = C::list(
+                lists
+                    .entry(key.clone())
+                    .or_insert_with(|| IdleList::new(key)),
+            );
             // Stale entries are dropped by checkouts and the sweeper; a full
             // list is cleaned here first, so that dead connections (an
             // endpoint closing idle ones sooner than we do) never take the
@@ -193,9 +290,9 @@ impl Http1Pool {
                 list.retain(|idle| shared.usable(idle, now));
             }
             if list.len() >= shared.max_idle {
-                return; // dropping the sender closes the connection
+                return; // dropping the connection closes it
             }
-            list.push(Idle { sender, since: now });
+            list.push(Idle { conn, since: now });
         }
         if !shared.sweeping.swap(true, Ordering::AcqRel) {
             tokio::spawn(sweep(Arc::downgrade(shared), shared.idle_timeout));
@@ -211,20 +308,24 @@ impl Shared {
     }
 
     /// Whether an idle connection may still be used at `now`.
-    fn usable(&self, idle: &Idle, now: Instant) -> bool {
-        !idle.sender.is_closed() && now.saturating_duration_since(idle.since) < self.idle_timeout
+    fn usable<C: Pooled>(&self, idle: &Idle<C>, now: Instant) -> bool {
+        now.saturating_duration_since(idle.since) < self.idle_timeout && idle.conn.is_open()
     }
 
     /// The most recently used idle connection to `address` that can take
     /// a request now, and the shared key to return it under. Stale ones
     /// met on the way are dropped (closed).
-    fn checkout(&self, slot: usize, address: &str) -> Option<(SendRequest<ProxyBody>, Arc<str>)> {
+    fn checkout<C: Pooled>(&self, slot: usize, address: &str) -> Option<(C, Arc<str>)> {
         let mut lists = self.lock(slot);
         let list = lists.get_mut(address)?;
+        let idle = C::list(list);
+        if idle.is_empty() {
+            return None;
+        }
         let now = Instant::now();
-        while let Some(idle) = list.idle.pop() {
-            if self.usable(&idle, now) && idle.sender.is_ready() {
-                return Some((idle.sender, list.key.clone()));
+        while let Some(idle) = C::list(list).pop() {
+            if self.usable(&idle, now) && idle.conn.can_send() {
+                return Some((idle.conn, list.key.clone()));
             }
         }
         None
@@ -238,11 +339,7 @@ impl Shared {
             return list.key.clone();
         }
         let key: Arc<str> = Arc::from(address);
-        let list = IdleList {
-            key: key.clone(),
-            idle: Vec::new(),
-        };
-        lists.insert(key.clone(), list);
+        lists.insert(key.clone(), IdleList::new(key.clone()));
         key
     }
 }
@@ -261,8 +358,9 @@ async fn sweep(shared: Weak<Shared>, idle_timeout: Duration) {
             // An emptied list goes too: DNS re-resolution moves endpoints
             // to new addresses, and the old ones' keys must not pile up.
             shared.lock(slot).retain(|_, list| {
-                list.idle.retain(|idle| shared.usable(idle, now));
-                !list.idle.is_empty()
+                list.hyper.retain(|idle| shared.usable(idle, now));
+                list.raw.retain(|idle| shared.usable(idle, now));
+                !list.hyper.is_empty() || !list.raw.is_empty()
             });
         }
     }

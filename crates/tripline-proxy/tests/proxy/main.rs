@@ -19,6 +19,7 @@ mod grpc;
 mod h2c;
 mod headers;
 mod hedging;
+mod http1_answers;
 mod keyed_breakers;
 mod metrics;
 mod outlier;

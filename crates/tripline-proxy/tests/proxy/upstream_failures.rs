@@ -76,16 +76,20 @@ async fn an_upstream_closing_mid_body_breaks_the_client_body_and_counts_as_a_fai
     let req = http::Request::get(format!("http://{addr}/"))
         .body(http_body_util::Full::new(bytes::Bytes::new()))
         .unwrap();
-    let response = tokio::time::timeout(BOUND, client().request(req))
+    // The proxy may have the answer's head out before it meets the close
+    // (then the client's body breaks) or not (then its connection does):
+    // either way the client sees an error, never a short body as whole.
+    let answer = tokio::time::timeout(BOUND, client().request(req))
         .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    use http_body_util::BodyExt;
-    let body = tokio::time::timeout(BOUND, response.into_body().collect())
-        .await
-        .expect("the body ends, never hangs");
-    assert!(body.is_err(), "a truncated body is an error for the client");
+        .expect("the answer ends, never hangs");
+    if let Ok(response) = answer {
+        assert_eq!(response.status(), 200);
+        use http_body_util::BodyExt;
+        let body = tokio::time::timeout(BOUND, response.into_body().collect())
+            .await
+            .expect("the body ends, never hangs");
+        assert!(body.is_err(), "a truncated body is an error for the client");
+    }
     let endpoint = proxy
         .cluster("backend")
         .unwrap()

@@ -1,0 +1,191 @@
+//! A bodiless request's exchange with an HTTP/1.1 endpoint, driven in
+//! the request's own task.
+//!
+//! Why not hyper's client here: under hyper's `conn::http1` the
+//! connection lives in a task of its own, and every request crosses a
+//! channel to it and its answer a oneshot back; hyper's client
+//! dispatcher is polled three times per request (~3 750 instructions
+//! each) and the task is woken twice. All of it was 28 % of the proxy's
+//! instructions per request (callgrind, `benches/proxy/instructions.sh`).
+//! A request without a body — most proxied traffic: `GET`, `HEAD`,
+//! `DELETE`, `OPTIONS` — needs none of that machinery: its head is
+//! written with one `write`, the answer's head read and parsed with
+//! `httparse` (the parser hyper itself uses) and its body decoded as it
+//! is read. An answer whose body is already in the buffer (small bodies,
+//! the common case) gives the connection back before the client has even
+//! been answered.
+//!
+//! Requests with a body stay on hyper's client: an endpoint may answer
+//! while the body is still being sent (and stop reading it), which needs
+//! reading and writing at once — hyper's dispatcher does exactly that.
+
+mod body;
+mod head;
+
+use std::future::Future as _;
+use std::task::{Context, Poll, Waker};
+
+use bytes::BytesMut;
+use http::{Method, Request, Response};
+use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::body::{ProxyBody, empty, full};
+use body::{Decoder, UpstreamBody};
+use head::Framing;
+
+/// Read size: an answer head and a small body fit in one read.
+const READ_CHUNK: usize = 8 * 1024;
+
+/// A broken exchange: what the endpoint sent (or did) that an HTTP/1.1
+/// answer cannot be.
+#[derive(Debug)]
+pub(crate) struct H1Error(String);
+
+impl H1Error {
+    fn new(reason: impl Into<String>) -> Self {
+        H1Error(reason.into())
+    }
+}
+
+impl std::fmt::Display for H1Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for H1Error {}
+
+/// Whether `request` can be exchanged here: no body to send, and not a
+/// `CONNECT` (a tunnel, not a request/answer exchange).
+pub(super) fn is_bodiless<B: http_body::Body>(request: &Request<B>) -> bool {
+    request.body().is_end_stream() && request.method() != Method::CONNECT
+}
+
+/// One connection to an endpoint with its read buffer: idle in the pool,
+/// in use by one request, or owned by the answer body being read off it.
+pub(super) struct RawConn {
+    stream: TcpStream,
+    /// Bytes read and not yet decoded; empty whenever the connection is idle.
+    buf: BytesMut,
+    /// The request head being written (kept to reuse its allocation).
+    out: Vec<u8>,
+}
+
+/// How an exchange failed, and whether the request may have reached the
+/// endpoint.
+pub(super) enum Failed {
+    /// Writing the request failed: the endpoint cannot have a whole
+    /// request to act on.
+    Unsent(std::io::Error),
+    /// After the request was written.
+    Answer(H1Error),
+}
+
+impl RawConn {
+    pub(super) fn new(stream: TcpStream) -> Self {
+        RawConn {
+            stream,
+            buf: BytesMut::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Whether an idle connection can still take a request: the endpoint
+    /// has not closed it nor sent anything unasked for. Costs no system
+    /// call unless the connection became readable while idle (tokio
+    /// clears readiness on the short read that ends each answer).
+    pub(super) fn is_open(&self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.stream.poll_read_ready(&mut cx) {
+            Poll::Pending => true,
+            Poll::Ready(Err(_)) => false,
+            Poll::Ready(Ok(())) => {
+                let mut probe = [0u8; 1];
+                matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            }
+        }
+    }
+
+    /// Whether nothing follows the last answer on the connection.
+    fn is_drained(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Writes `request`'s head and reads the answer's head.
+    async fn exchange<B>(&mut self, request: &Request<B>) -> Result<head::Head, Failed> {
+        self.out.clear();
+        head::encode_request(request, &mut self.out);
+        self.stream
+            .write_all(&self.out)
+            .await
+            .map_err(Failed::Unsent)?;
+        loop {
+            if !self.buf.is_empty()
+                && let Some(head) =
+                    head::parse_response(&mut self.buf, request.method()).map_err(Failed::Answer)?
+            {
+                return Ok(head);
+            }
+            match std::future::poll_fn(|cx| self.poll_fill(cx)).await {
+                Ok(0) => {
+                    return Err(Failed::Answer(H1Error::new(
+                        "endpoint closed the connection before its answer's head",
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(Failed::Answer(H1Error::new(format!(
+                        "reading the answer: {e}"
+                    ))));
+                }
+            }
+        }
+    }
+
+    /// Reads what the endpoint sent into the buffer; `Ok(0)` at its close.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        // tokio's `read_buf` future holds nothing between polls; polling a
+        // fresh one is a plain non-blocking read through the reactor.
+        std::pin::pin!(self.stream.read_buf(&mut self.buf))
+            .as_mut()
+            .poll(cx)
+    }
+}
+
+/// Sends the bodiless `request` on `conn` and returns the answer; its
+/// body gives the connection to `home` once read whole (at once when the
+/// body is already in the buffer) if the connection can carry another
+/// request.
+pub(super) async fn send<B, F>(
+    mut conn: RawConn,
+    request: &Request<B>,
+    home: F,
+) -> Result<Response<ProxyBody>, Failed>
+where
+    F: FnOnce(RawConn) + Send + Sync + Unpin + 'static,
+{
+    let head = conn.exchange(request).await?;
+    let (parts, ()) = head.response.into_parts();
+    let body = match head.framing {
+        Framing::Empty | Framing::Length(0) => {
+            if head.reusable && conn.is_drained() {
+                home(conn);
+            }
+            empty()
+        }
+        Framing::Length(n) if n <= conn.buf.len() as u64 => {
+            let data = conn.buf.split_to(n as usize).freeze();
+            if head.reusable && conn.is_drained() {
+                home(conn);
+            }
+            full(data)
+        }
+        framing => UpstreamBody::new(conn, Decoder::new(framing), head.reusable, home).boxed(),
+    };
+    Ok(Response::from_parts(parts, body))
+}

@@ -1,0 +1,412 @@
+//! Message heads: the request written to the endpoint, the answer's head
+//! read back, and how the answer's body is framed (RFC 9112 §6.3).
+
+use std::mem::MaybeUninit;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Version};
+
+use super::H1Error;
+
+/// The most header lines an answer's head (or its trailers) may carry:
+/// hyper's own default, so an endpoint that worked behind hyper's client
+/// works here.
+pub(super) const MAX_HEADERS: usize = 100;
+
+/// The largest answer head read before the endpoint is judged broken.
+pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Writes `request`'s head in HTTP/1.1 origin form. The request carries
+/// no body (the caller checks), so no framing header is written and a
+/// `transfer-encoding` left on it is dropped rather than promising a
+/// chunked body that never comes.
+pub(super) fn encode_request<B>(request: &Request<B>, out: &mut Vec<u8>) {
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    out.extend_from_slice(request.method().as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in request.headers() {
+        if name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// How an answer's body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// No body (an answer to `HEAD`, a 204 or a 304).
+    Empty,
+    /// `content-length` bytes.
+    Length(u64),
+    /// `transfer-encoding: chunked`.
+    Chunked,
+    /// Everything until the endpoint closes the connection.
+    UntilClose,
+}
+
+/// An answer's head, and what the connection can do after its body.
+pub(super) struct Head {
+    pub(super) response: Response<()>,
+    pub(super) framing: Framing,
+    /// Whether the connection may carry another request once the body
+    /// has been read whole.
+    pub(super) reusable: bool,
+}
+
+/// Parses the answer head at the front of `buf`, taking it out of the
+/// buffer; informational (1xx) answers in front of it are skipped, as
+/// hyper's client does. `Ok(None)`: the head is not all there yet.
+pub(super) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Option<Head>, H1Error> {
+    // Each line's name and value as offsets into the head, so that the
+    // values can share the head's bytes instead of being copied; on the
+    // stack, as hyper's are: no allocation per answer for them.
+    let mut spans = [Span::default(); MAX_HEADERS];
+    loop {
+        let Some(line) = parse_once(buf, &mut spans)? else {
+            if buf.len() > MAX_HEAD_BYTES {
+                return Err(H1Error::new("answer head larger than 64 KiB"));
+            }
+            return Ok(None);
+        };
+        let head = buf.split_to(line.len).freeze();
+        if line.status.is_informational() {
+            if line.status == StatusCode::SWITCHING_PROTOCOLS {
+                return Err(H1Error::new(
+                    "101 Switching Protocols to a request without upgrade",
+                ));
+            }
+            continue;
+        }
+        return build(&head, &line, &spans[..line.count], method).map(Some);
+    }
+}
+
+/// A parsed status line, and how far the head goes.
+struct StatusLine {
+    len: usize,
+    status: StatusCode,
+    version: Version,
+    /// How many header lines `spans` holds.
+    count: usize,
+}
+
+/// Offsets into a head (which [`MAX_HEAD_BYTES`] keeps under 4 GiB).
+#[derive(Clone, Copy, Default)]
+struct Span {
+    name: (u32, u32),
+    value: (u32, u32),
+}
+
+fn parse_once(
+    buf: &BytesMut,
+    spans: &mut [Span; MAX_HEADERS],
+) -> Result<Option<StatusLine>, H1Error> {
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut []);
+    let status = httparse::ParserConfig::default()
+        .parse_response_with_uninit_headers(&mut response, buf, &mut headers)
+        .map_err(|e| H1Error::new(format!("malformed answer head: {e}")))?;
+    let httparse::Status::Complete(len) = status else {
+        return Ok(None);
+    };
+    let code = response.code.unwrap_or_default();
+    let status = StatusCode::from_u16(code)
+        .map_err(|_| H1Error::new(format!("answer status {code} out of range")))?;
+    let version = match response.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    let base = buf.as_ptr() as usize;
+    let at = |s: &[u8]| ((s.as_ptr() as usize - base) as u32, s.len() as u32);
+    for (span, line) in spans.iter_mut().zip(response.headers.iter()) {
+        *span = Span {
+            name: at(line.name.as_bytes()),
+            value: at(line.value),
+        };
+    }
+    Ok(Some(StatusLine {
+        len,
+        status,
+        version,
+        count: response.headers.len(),
+    }))
+}
+
+fn build(
+    head: &Bytes,
+    line: &StatusLine,
+    spans: &[Span],
+    method: &Method,
+) -> Result<Head, H1Error> {
+    let mut headers = HeaderMap::with_capacity(spans.len());
+    let range = |(start, len): (u32, u32)| start as usize..(start + len) as usize;
+    for span in spans {
+        let name = HeaderName::from_bytes(&head[range(span.name)]).map_err(|_| {
+            let shown = String::from_utf8_lossy(&head[range(span.name)]).into_owned();
+            H1Error::new(format!("invalid header name {shown:?}"))
+        })?;
+        let value = HeaderValue::from_maybe_shared(head.slice(range(span.value)))
+            .map_err(|_| H1Error::new(format!("invalid value of header {name}")))?;
+        headers.append(name, value);
+    }
+    let framing = framing(&headers, line.status, method)?;
+    let reusable = line.version == Version::HTTP_11
+        && framing != Framing::UntilClose
+        && !has_token(&headers, header::CONNECTION, "close");
+    let mut response = Response::new(());
+    *response.status_mut() = line.status;
+    *response.version_mut() = line.version;
+    *response.headers_mut() = headers;
+    Ok(Head {
+        response,
+        framing,
+        reusable,
+    })
+}
+
+/// The answer body's framing (RFC 9112 §6.3). An answer with both
+/// `transfer-encoding` and `content-length`, or with `content-length`s
+/// that disagree, is refused: one of them lies, and a proxy that guessed
+/// would desynchronise the connection.
+fn framing(headers: &HeaderMap, status: StatusCode, method: &Method) -> Result<Framing, H1Error> {
+    if method == Method::HEAD
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return Ok(Framing::Empty);
+    }
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        if headers.contains_key(header::CONTENT_LENGTH) {
+            return Err(H1Error::new(
+                "answer carries both transfer-encoding and content-length",
+            ));
+        }
+        return Ok(if last_coding_is_chunked(headers) {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        });
+    }
+    let mut length = None;
+    for value in headers.get_all(header::CONTENT_LENGTH) {
+        for item in value.as_bytes().split(|b| *b == b',') {
+            let n = parse_length(item.trim_ascii())
+                .ok_or_else(|| H1Error::new("invalid content-length in the answer"))?;
+            if length.is_some_and(|seen| seen != n) {
+                return Err(H1Error::new("answer carries conflicting content-lengths"));
+            }
+            length = Some(n);
+        }
+    }
+    Ok(length.map_or(Framing::UntilClose, Framing::Length))
+}
+
+/// Whether the last transfer coding named is `chunked` (a body whose
+/// final coding is anything else runs until the connection closes).
+fn last_coding_is_chunked(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .next_back()
+        .and_then(|v| v.as_bytes().rsplit(|b| *b == b',').next())
+        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+}
+
+fn parse_length(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
+fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|v| {
+        v.as_bytes()
+            .split(|b| *b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+    })
+}
+
+/// Parses trailer lines at the front of `buf` (after a chunked body's
+/// last chunk), taking them and the empty line ending them out of the
+/// buffer. `Ok(None)`: not all there yet.
+pub(super) fn parse_trailers(buf: &mut BytesMut) -> Result<Option<HeaderMap>, H1Error> {
+    let mut lines = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let (len, found) = match httparse::parse_headers(buf, &mut lines) {
+        Ok(httparse::Status::Complete((len, found))) => (len, found),
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(H1Error::new(format!("malformed trailers: {e}"))),
+    };
+    let mut trailers = HeaderMap::with_capacity(found.len());
+    for line in found {
+        let name = HeaderName::from_bytes(line.name.as_bytes())
+            .map_err(|_| H1Error::new(format!("invalid trailer name {:?}", line.name)))?;
+        let value = HeaderValue::from_bytes(line.value)
+            .map_err(|_| H1Error::new(format!("invalid value of trailer {name}")))?;
+        trailers.append(name, value);
+    }
+    let _ = buf.split_to(len);
+    Ok(Some(trailers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(raw: &[u8], method: Method) -> Result<Option<Head>, H1Error> {
+        parse_response(&mut BytesMut::from(raw), &method)
+    }
+
+    fn framing_of(raw: &[u8]) -> Framing {
+        parse(raw, Method::GET).unwrap().unwrap().framing
+    }
+
+    #[test]
+    fn a_request_head_is_written_in_origin_form_without_transfer_encoding() {
+        let request = Request::builder()
+            .method(Method::DELETE)
+            .uri("/a/b?c=d")
+            .header("host", "up:80")
+            .header("transfer-encoding", "chunked")
+            .header("x-y", "z")
+            .body(())
+            .unwrap();
+        let mut out = Vec::new();
+        encode_request(&request, &mut out);
+        assert_eq!(
+            out,
+            b"DELETE /a/b?c=d HTTP/1.1\r\nhost: up:80\r\nx-y: z\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn an_answer_head_is_parsed_and_taken_out_of_the_buffer() {
+        let mut buf = BytesMut::from(
+            &b"HTTP/1.1 503 Busy\r\nRetry-After: 5\r\ncontent-length: 2\r\n\r\nokNEXT"[..],
+        );
+        let head = parse_response(&mut buf, &Method::GET).unwrap().unwrap();
+        assert_eq!(head.response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(head.response.headers()["retry-after"], "5");
+        assert_eq!(head.framing, Framing::Length(2));
+        assert!(head.reusable);
+        assert_eq!(&buf[..], b"okNEXT");
+    }
+
+    #[test]
+    fn a_partial_head_asks_for_more_and_leaves_the_buffer_alone() {
+        let mut buf = BytesMut::from(&b"HTTP/1.1 200 OK\r\ncontent-le"[..]);
+        assert!(parse_response(&mut buf, &Method::GET).unwrap().is_none());
+        assert_eq!(buf.len(), 27);
+    }
+
+    #[test]
+    fn informational_answers_are_skipped() {
+        let raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+        let head = parse(raw, Method::GET).unwrap().unwrap();
+        assert_eq!(head.response.status(), StatusCode::OK);
+        assert!(head.response.headers().get("link").is_none());
+    }
+
+    #[test]
+    fn framing_follows_rfc_9112() {
+        assert_eq!(
+            framing_of(b"HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\n"),
+            Framing::Length(12)
+        );
+        assert_eq!(
+            framing_of(b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n"),
+            Framing::Length(3)
+        );
+        assert_eq!(
+            framing_of(b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, Chunked\r\n\r\n"),
+            Framing::Chunked
+        );
+        assert_eq!(
+            framing_of(b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\n"),
+            Framing::UntilClose
+        );
+        assert_eq!(framing_of(b"HTTP/1.1 200 OK\r\n\r\n"), Framing::UntilClose);
+        assert_eq!(
+            framing_of(b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n"),
+            Framing::Empty
+        );
+        assert_eq!(
+            framing_of(b"HTTP/1.1 304 Not Modified\r\ncontent-length: 5\r\n\r\n"),
+            Framing::Empty
+        );
+        let head = parse(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+            Method::HEAD,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(head.framing, Framing::Empty);
+    }
+
+    #[test]
+    fn only_a_delimited_http_1_1_answer_without_close_keeps_its_connection() {
+        let reusable = |raw: &[u8]| parse(raw, Method::GET).unwrap().unwrap().reusable;
+        assert!(reusable(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"));
+        assert!(!reusable(
+            b"HTTP/1.1 200 OK\r\nconnection: keep-alive, Close\r\ncontent-length: 0\r\n\r\n"
+        ));
+        assert!(!reusable(b"HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n"));
+        assert!(!reusable(b"HTTP/1.1 200 OK\r\n\r\n"));
+    }
+
+    #[test]
+    fn lying_or_broken_answers_are_refused_with_the_reason() {
+        let refused = |raw: &[u8]| {
+            parse(raw, Method::GET)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(
+            refused(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n")
+                .contains("both")
+        );
+        assert!(
+            refused(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\ncontent-length: 5\r\n\r\n")
+                .contains("conflicting")
+        );
+        assert!(
+            refused(b"HTTP/1.1 200 OK\r\ncontent-length: -4\r\n\r\n")
+                .contains("invalid content-length")
+        );
+        assert!(
+            refused(b"HTTP/1.1 200 OK\r\ncontent-length: 99999999999999999999\r\n\r\n")
+                .contains("invalid content-length")
+        );
+        assert!(refused(b"HTTP/1.1 101 Switching Protocols\r\n\r\n").contains("101"));
+        assert!(refused(b"HTPT/1.1 200 OK\r\n\r\n").contains("malformed"));
+        let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
+        huge.extend(std::iter::repeat_n(b'a', MAX_HEAD_BYTES + 1));
+        assert!(refused(&huge).contains("64 KiB"));
+    }
+
+    #[test]
+    fn trailers_are_parsed_up_to_their_empty_line() {
+        let mut buf = BytesMut::from(&b"grpc-status: 14\r\ngrpc-message: down\r\n\r\nrest"[..]);
+        let trailers = parse_trailers(&mut buf).unwrap().unwrap();
+        assert_eq!(trailers["grpc-status"], "14");
+        assert_eq!(&buf[..], b"rest");
+        let mut none = BytesMut::from(&b"\r\n"[..]);
+        assert!(parse_trailers(&mut none).unwrap().unwrap().is_empty());
+        assert!(
+            parse_trailers(&mut BytesMut::from(&b"grpc-status: 1"[..]))
+                .unwrap()
+                .is_none()
+        );
+    }
+}
