@@ -28,7 +28,6 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::request::Parts;
 use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
@@ -161,7 +160,7 @@ fn cause_of(route: &Route, response: &Response<ProxyBody>) -> Option<&'static st
 pub(crate) async fn apply(
     proxy: &crate::proxy::Inner,
     route: &Route,
-    parts: &Parts,
+    parts: &crate::forward::Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     response: Response<ProxyBody>,

@@ -9,6 +9,7 @@ mod attempt;
 mod hedge;
 
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
@@ -46,6 +47,24 @@ impl Downstream {
             peer,
             forwarded: ForwardedValues::new(peer.ip(), proto),
         }
+    }
+}
+
+/// A request's head as it goes upstream: the client's, hop-by-hop headers
+/// removed, and this hop's `x-forwarded-for` and `forwarded` elements,
+/// which each try writes into its own request. Kept apart, they cost a
+/// cleartext HTTP/1.1 try nothing but the bytes: the client's header map
+/// is never grown (a reallocation and a rehash per request) to hold them.
+pub(crate) struct Outbound {
+    pub(crate) parts: http::request::Parts,
+    pub(crate) forwarded: ForwardedValues,
+}
+
+impl Deref for Outbound {
+    type Target = http::request::Parts;
+
+    fn deref(&self) -> &http::request::Parts {
+        &self.parts
     }
 }
 
@@ -100,7 +119,10 @@ async fn forward(
     let deadline = Deadline::earliest(incoming, own);
     strip_hop_by_hop(&mut parts.headers);
     let peer = downstream.peer;
-    downstream.forwarded.append_to(&mut parts.headers);
+    let parts = Outbound {
+        parts,
+        forwarded: downstream.forwarded,
+    };
     let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
     crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await
@@ -111,7 +133,7 @@ async fn forward(
 async fn protected(
     proxy: &Inner,
     route: &Route,
-    parts: &http::request::Parts,
+    parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     peer: SocketAddr,
@@ -257,7 +279,7 @@ impl Finish {
 pub(crate) async fn answer_from(
     proxy: &Inner,
     route: &Route,
-    parts: &http::request::Parts,
+    parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
 ) -> Response<ProxyBody> {

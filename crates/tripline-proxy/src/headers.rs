@@ -83,22 +83,40 @@ impl ForwardedValues {
     }
 
     /// Appends both elements, keeping the chains earlier proxies wrote.
-    pub(crate) fn append_to(self, headers: &mut HeaderMap) {
-        const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
-        append_element(headers, XFF, self.xff);
-        append_element(headers, header::FORWARDED, self.forwarded);
+    pub(crate) fn append_to(&self, headers: &mut HeaderMap) {
+        for (name, element) in self.elements() {
+            append_element(headers, name, element);
+        }
     }
+
+    /// The two headers this hop extends, each with its own element.
+    pub(crate) fn elements(&self) -> [(HeaderName, &HeaderValue); 2] {
+        [(XFF, &self.xff), (header::FORWARDED, &self.forwarded)]
+    }
+}
+
+/// `x-forwarded-for`.
+const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// The chain an element is appended to: the first value of `name` when it
+/// is visible text and not blank; anything else is replaced by the
+/// element alone.
+pub(crate) fn chain_of<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .filter(|chain| !chain.trim().is_empty())
 }
 
 /// Sets `name` to `element`, after the list already there if there is one
 /// (one header, one comma-separated list).
-fn append_element(headers: &mut HeaderMap, name: HeaderName, element: HeaderValue) {
-    let chained = match headers.get(&name).and_then(|v| v.to_str().ok()) {
-        Some(chain) if !chain.trim().is_empty() => {
+fn append_element(headers: &mut HeaderMap, name: HeaderName, element: &HeaderValue) {
+    let chained = match chain_of(headers, &name) {
+        Some(chain) => {
             let own = String::from_utf8_lossy(element.as_bytes());
             HeaderValue::from_str(&format!("{chain}, {own}")).ok()
         }
-        _ => Some(element),
+        None => Some(element.clone()),
     };
     if let Some(v) = chained {
         headers.insert(name, v);

@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 
 use http::request::Parts;
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
-use http::{Request, Response};
+use http::{Request, Response, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, ResolveServerName};
@@ -23,11 +23,13 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::ServerName;
+use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{BoxError, ProxyBody};
 use crate::config::{ConfigError, ProxyConfig, UpstreamProtocol};
+use crate::forward::Outbound;
 
-mod h1;
+pub(crate) mod h1;
 mod http1_pool;
 
 pub(crate) use http1_pool::Http1Pool;
@@ -108,9 +110,43 @@ impl Upstream {
         Ok(Uri::from_parts(uri)?)
     }
 
+    /// Sends one try of `outbound` (at `uri`, from [`Upstream::uri`]) to
+    /// the endpoint at `address` on a pooled connection, or a new one, the
+    /// remaining `deadline` forwarded. A bodiless try on a cleartext
+    /// HTTP/1.1 cluster is written straight from the client's head (no
+    /// copy of its header map); the others are built as a `Request` first.
+    pub(crate) async fn send(
+        &self,
+        address: &str,
+        outbound: &Outbound,
+        uri: Uri,
+        body: ProxyBody,
+        deadline: Option<Deadline>,
+    ) -> Result<Response<ProxyBody>, UpstreamError> {
+        if let Upstream::Http1(pool) = self
+            && deadline.is_none()
+            && h1::is_bodiless(&outbound.method, &body)
+        {
+            let host = match outbound.headers.contains_key(header::HOST) {
+                true => None,
+                false => Some(host_for(outbound, address)),
+            };
+            let head = h1::RequestHead {
+                method: &outbound.method,
+                path: uri.path_and_query().map_or("/", |p| p.as_str()),
+                headers: &outbound.headers,
+                forwarded: Some(&outbound.forwarded),
+                host,
+            };
+            return pool.send_bodiless(address, &head).await;
+        }
+        let request = upstream_request(outbound, uri, address, body, deadline);
+        self.request(address, request).await
+    }
+
     /// Sends `request` (its URI from [`Upstream::uri`]) to the endpoint at
     /// `address` on a pooled connection, or a new one.
-    pub(crate) async fn request(
+    async fn request(
         &self,
         address: &str,
         request: Request<ProxyBody>,
@@ -122,6 +158,40 @@ impl Upstream {
             Upstream::Tls(client) => Ok(boxed(client.request(request).await?)),
         }
     }
+}
+
+/// The request for the endpoint at `address`: same method, path, query
+/// and (already cleaned) headers, this hop's forwarded elements appended,
+/// the remaining deadline forwarded.
+fn upstream_request(
+    outbound: &Outbound,
+    uri: Uri,
+    address: &str,
+    body: ProxyBody,
+    deadline: Option<Deadline>,
+) -> Request<ProxyBody> {
+    let mut request = Request::new(body);
+    *request.method_mut() = outbound.method.clone();
+    *request.uri_mut() = uri;
+    *request.headers_mut() = outbound.headers.clone();
+    outbound.forwarded.append_to(request.headers_mut());
+    if !request.headers().contains_key(header::HOST)
+        && let Ok(v) = http::HeaderValue::from_str(host_for(outbound, address))
+    {
+        request.headers_mut().insert(header::HOST, v);
+    }
+    if let Some(d) = deadline {
+        d.write_headers(request.headers_mut(), &TokioClock);
+    }
+    request
+}
+
+/// The `Host` of a request whose client sent none: an HTTP/2 client names
+/// the host in the URI, not in `Host` (kept for the upstream); an
+/// HTTP/1.0 client may name none (the endpoint's address is sent, as an
+/// HTTP/1.1 request must carry one).
+fn host_for<'a>(parts: &'a Parts, address: &'a str) -> &'a str {
+    parts.uri.authority().map_or(address, |a| a.as_str())
 }
 
 /// The host name each resolved endpoint address (`ip:port`) was resolved

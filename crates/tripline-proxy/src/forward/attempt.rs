@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use http::request::Parts;
-use http::{Request, Response, Uri, header};
+use http::{Response, header};
 use http_body_util::BodyExt;
 use tripline::Clock;
 use tripline::cluster::{EndpointId, EndpointOutcome, Lease};
 use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
+use super::Outbound;
 use crate::body::{ProxyBody, RequestBody, Tracked};
 use crate::config_source::ShadowFeed;
 use crate::grpc;
@@ -121,7 +121,7 @@ impl Tried {
 pub(super) async fn try_once(
     proxy: &Inner,
     route: &Route,
-    parts: &Parts,
+    parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     tried: &mut Vec<EndpointId>,
@@ -177,7 +177,7 @@ pub(super) fn prepare(
 pub(super) async fn send(
     proxy: &Inner,
     route: &Route,
-    parts: &Parts,
+    parts: &Outbound,
     ready: Ready,
     deadline: Option<Deadline>,
 ) -> Tried {
@@ -188,7 +188,6 @@ pub(super) async fn send(
     let Ok(uri) = route.upstream.uri(address, parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
-    let request = upstream_request(parts, uri, address, body, deadline);
     let limit = match (route.timeout.per_try, remaining) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -198,7 +197,12 @@ pub(super) async fn send(
         fault.delay().await;
         match fault.abort() {
             Some(answer) => Ok(answer),
-            None => route.upstream.request(address, request).await,
+            None => {
+                route
+                    .upstream
+                    .send(address, parts, uri, body, deadline)
+                    .await
+            }
         }
     };
     let result = match limit {
@@ -288,32 +292,4 @@ fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
         let breaker = lease.endpoint().breaker();
         breaker.open_until(breaker.clock().now().saturating_add(wait));
     }
-}
-
-/// The request for the endpoint at `address`: same method, path, query
-/// and (already cleaned) headers, the remaining deadline forwarded.
-fn upstream_request(
-    parts: &Parts,
-    uri: Uri,
-    address: &str,
-    body: ProxyBody,
-    deadline: Option<Deadline>,
-) -> Request<ProxyBody> {
-    let mut request = Request::new(body);
-    *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = uri;
-    *request.headers_mut() = parts.headers.clone();
-    // An HTTP/2 client names the host in the URI, not in `Host`: keep it
-    // for the upstream. An HTTP/1.0 client may name none: the endpoint's
-    // address is sent, as an HTTP/1.1 request must carry one.
-    if !request.headers().contains_key(header::HOST) {
-        let host = parts.uri.authority().map_or(address, |a| a.as_str());
-        if let Ok(v) = http::HeaderValue::from_str(host) {
-            request.headers_mut().insert(header::HOST, v);
-        }
-    }
-    if let Some(d) = deadline {
-        d.write_headers(request.headers_mut(), &TokioClock);
-    }
-    request
 }

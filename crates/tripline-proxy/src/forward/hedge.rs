@@ -21,19 +21,19 @@
 use tripline::cluster::EndpointId;
 use tripline::timeout::Deadline;
 
+use super::Outbound;
 use super::attempt::{self, Tried};
 use crate::body::RequestBody;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::route::Route;
-use http::request::Parts;
 use std::sync::{Mutex, PoisonError};
 
 /// One try, hedged when the route says so and the request allows it.
 pub(super) async fn try_maybe_hedged(
     proxy: &Inner,
     route: &Route,
-    parts: &Parts,
+    parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     tried: &mut Vec<EndpointId>,

@@ -26,12 +26,13 @@ use std::future::Future as _;
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
-use http::{Method, Request, Response};
+use http::{HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::body::{ProxyBody, empty, full};
+use crate::headers::ForwardedValues;
 use body::{Decoder, UpstreamBody};
 use head::Framing;
 
@@ -57,10 +58,36 @@ impl std::fmt::Display for H1Error {
 
 impl std::error::Error for H1Error {}
 
-/// Whether `request` can be exchanged here: no body to send, and not a
+/// Whether a request can be exchanged here: no body to send, and not a
 /// `CONNECT` (a tunnel, not a request/answer exchange).
-pub(super) fn is_bodiless<B: http_body::Body>(request: &Request<B>) -> bool {
-    request.body().is_end_stream() && request.method() != Method::CONNECT
+pub(super) fn is_bodiless(method: &Method, body: &impl http_body::Body) -> bool {
+    body.is_end_stream() && method != Method::CONNECT
+}
+
+/// What is written for a request: its method, origin-form path and
+/// headers (hop-by-hop ones already removed), and what the proxy adds
+/// without copying the client's header map for it.
+pub(crate) struct RequestHead<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) path: &'a str,
+    pub(crate) headers: &'a HeaderMap,
+    /// This hop's elements, appended to the chains `headers` carries.
+    pub(crate) forwarded: Option<&'a ForwardedValues>,
+    /// A `Host` to send, when `headers` has none.
+    pub(crate) host: Option<&'a str>,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The head of an already built `request` (origin-form URI).
+    pub(super) fn of<B>(request: &'a Request<B>) -> Self {
+        RequestHead {
+            method: request.method(),
+            path: request.uri().path_and_query().map_or("/", |p| p.as_str()),
+            headers: request.headers(),
+            forwarded: None,
+            host: None,
+        }
+    }
 }
 
 /// One connection to an endpoint with its read buffer: idle in the pool,
@@ -114,7 +141,7 @@ impl RawConn {
     }
 
     /// Writes `request`'s head and reads the answer's head.
-    async fn exchange<B>(&mut self, request: &Request<B>) -> Result<head::Head, Failed> {
+    async fn exchange(&mut self, request: &RequestHead<'_>) -> Result<head::Head, Failed> {
         self.out.clear();
         head::encode_request(request, &mut self.out);
         self.stream
@@ -124,7 +151,7 @@ impl RawConn {
         loop {
             if !self.buf.is_empty()
                 && let Some(head) =
-                    head::parse_response(&mut self.buf, request.method()).map_err(Failed::Answer)?
+                    head::parse_response(&mut self.buf, request.method).map_err(Failed::Answer)?
             {
                 return Ok(head);
             }
@@ -161,9 +188,9 @@ impl RawConn {
 /// body gives the connection to `home` once read whole (at once when the
 /// body is already in the buffer) if the connection can carry another
 /// request.
-pub(super) async fn send<B, F>(
+pub(super) async fn send<F>(
     mut conn: RawConn,
-    request: &Request<B>,
+    request: &RequestHead<'_>,
     home: F,
 ) -> Result<Response<ProxyBody>, Failed>
 where

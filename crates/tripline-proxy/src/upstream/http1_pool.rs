@@ -45,7 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::UpstreamError;
-use super::h1::{self, RawConn};
+use super::h1::{self, RawConn, RequestHead};
 use crate::body::{ProxyBody, Tracked};
 
 /// Idle lists per thread slot: a power of two, so more proxy threads than
@@ -154,8 +154,10 @@ impl Http1Pool {
         address: &str,
         mut request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
-        if h1::is_bodiless(&request) {
-            return self.send_bodiless(address, request).await;
+        if h1::is_bodiless(request.method(), request.body()) {
+            return self
+                .send_bodiless(address, &RequestHead::of(&request))
+                .await;
         }
         let slot = thread_slot();
         while let Some((mut sender, key)) = self.shared.checkout::<SendRequest<_>>(slot, address) {
@@ -179,14 +181,14 @@ impl Http1Pool {
 
     /// [`Http1Pool::send`] for a request without a body, on a bare
     /// connection driven by this task ([`h1`]).
-    async fn send_bodiless(
+    pub(crate) async fn send_bodiless(
         &self,
         address: &str,
-        request: Request<ProxyBody>,
+        request: &RequestHead<'_>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
         let slot = thread_slot();
         while let Some((conn, key)) = self.shared.checkout::<RawConn>(slot, address) {
-            match h1::send(conn, &request, self.home(slot, key)).await {
+            match h1::send(conn, request, self.home(slot, key)).await {
                 Ok(response) => return Ok(response),
                 // The pooled connection broke under the write: the
                 // endpoint has no whole request to act on, try another.
@@ -196,7 +198,7 @@ impl Http1Pool {
         }
         let conn = RawConn::new(self.open(address).await?);
         let key = self.shared.key(slot, address);
-        match h1::send(conn, &request, self.home(slot, key)).await {
+        match h1::send(conn, request, self.home(slot, key)).await {
             Ok(response) => Ok(response),
             Err(h1::Failed::Unsent(e)) => Err(UpstreamError::other(e)),
             Err(h1::Failed::Answer(e)) => Err(UpstreamError::other(e)),

@@ -5,9 +5,10 @@ use std::mem::MaybeUninit;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Request, Response, StatusCode, Version};
+use http::{Method, Response, StatusCode, Version};
 
-use super::H1Error;
+use super::{H1Error, RequestHead};
+use crate::headers::chain_of;
 
 /// The most header lines an answer's head (or its trailers) may carry:
 /// hyper's own default, so an endpoint that worked behind hyper's client
@@ -20,22 +21,61 @@ pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Writes `request`'s head in HTTP/1.1 origin form. The request carries
 /// no body (the caller checks), so no framing header is written and a
 /// `transfer-encoding` left on it is dropped rather than promising a
-/// chunked body that never comes.
-pub(super) fn encode_request<B>(request: &Request<B>, out: &mut Vec<u8>) {
-    let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
-    out.extend_from_slice(request.method().as_str().as_bytes());
+/// chunked body that never comes. This hop's forwarded elements are
+/// appended as `ForwardedValues::append_to` would: to the first value of
+/// an existing chain, which replaces the header's other lines.
+pub(super) fn encode_request(request: &RequestHead<'_>, out: &mut Vec<u8>) {
+    out.extend_from_slice(request.method.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(request.path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    for (name, value) in request.headers() {
+    let elements = request.forwarded.map(|f| f.elements());
+    let mut extended = [false; 2];
+    for (name, value) in request.headers {
         if name == header::TRANSFER_ENCODING {
             continue;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        let element = elements
+            .as_ref()
+            .and_then(|e| e.iter().position(|(n, _)| n == name));
+        let (Some(i), Some(elements)) = (element, &elements) else {
+            line(out, name.as_str().as_bytes(), value.as_bytes());
+            continue;
+        };
+        if std::mem::replace(&mut extended[i], true) {
+            continue;
+        }
+        let own = elements[i].1.as_bytes();
+        match chain_of(request.headers, name) {
+            Some(chain) => line(
+                out,
+                name.as_str().as_bytes(),
+                &[chain.as_bytes(), b", ", own].concat(),
+            ),
+            None => line(out, name.as_str().as_bytes(), own),
+        }
     }
+    for ((name, own), done) in elements.iter().flatten().zip(extended) {
+        if !done {
+            line(out, name.as_str().as_bytes(), own.as_bytes());
+        }
+    }
+    // A `Host` the proxy supplies comes from the request's URI or the
+    // config: a value that is not visible text is left out, as a failed
+    // `HeaderValue` would be.
+    if let Some(host) = request
+        .host
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        line(out, b"host", host.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
 }
 
@@ -262,6 +302,7 @@ pub(super) fn parse_trailers(buf: &mut BytesMut) -> Result<Option<HeaderMap>, H1
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::ForwardedValues;
 
     fn parse(raw: &[u8], method: Method) -> Result<Option<Head>, H1Error> {
         parse_response(&mut BytesMut::from(raw), &method)
@@ -273,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_request_head_is_written_in_origin_form_without_transfer_encoding() {
-        let request = Request::builder()
+        let request = http::Request::builder()
             .method(Method::DELETE)
             .uri("/a/b?c=d")
             .header("host", "up:80")
@@ -282,11 +323,84 @@ mod tests {
             .body(())
             .unwrap();
         let mut out = Vec::new();
-        encode_request(&request, &mut out);
+        encode_request(&RequestHead::of(&request), &mut out);
         assert_eq!(
             out,
             b"DELETE /a/b?c=d HTTP/1.1\r\nhost: up:80\r\nx-y: z\r\n\r\n"
         );
+    }
+
+    /// The header lines of an encoded head, sorted (order is free).
+    fn lines_of(out: &[u8]) -> Vec<String> {
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        let mut lines: Vec<String> = text
+            .split("\r\n")
+            .skip(1)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn forwarded_elements_are_written_as_appending_them_to_the_map_would() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[("accept", "*/*")],
+            &[("x-forwarded-for", "10.0.0.1"), ("accept", "*/*")],
+            &[
+                ("x-forwarded-for", "10.0.0.1"),
+                ("x-forwarded-for", "10.0.0.2"),
+                ("forwarded", "for=10.0.0.1"),
+            ],
+            &[("x-forwarded-for", "  "), ("forwarded", "for=a")],
+            &[("forwarded", "for=\"[::1]\""), ("host", "svc")],
+        ];
+        let forwarded = ForwardedValues::new("192.0.2.7".parse().unwrap(), "https");
+        for case in cases {
+            let mut headers = HeaderMap::new();
+            for (name, value) in *case {
+                headers.append(
+                    HeaderName::from_static(name),
+                    HeaderValue::from_static(value),
+                );
+            }
+            let direct = RequestHead {
+                method: &Method::GET,
+                path: "/",
+                headers: &headers,
+                forwarded: Some(&forwarded),
+                host: None,
+            };
+            let mut written = Vec::new();
+            encode_request(&direct, &mut written);
+            let mut appended = headers.clone();
+            forwarded.append_to(&mut appended);
+            let mut request = http::Request::new(());
+            *request.headers_mut() = appended;
+            let mut expected = Vec::new();
+            encode_request(&RequestHead::of(&request), &mut expected);
+            assert_eq!(lines_of(&written), lines_of(&expected), "case {case:?}");
+        }
+    }
+
+    #[test]
+    fn a_host_is_supplied_only_when_given_and_visible() {
+        let headers = HeaderMap::new();
+        let mut head = RequestHead {
+            method: &Method::GET,
+            path: "/",
+            headers: &headers,
+            forwarded: None,
+            host: Some("10.0.0.1:8080"),
+        };
+        let mut out = Vec::new();
+        encode_request(&head, &mut out);
+        assert_eq!(lines_of(&out), ["host: 10.0.0.1:8080"]);
+        head.host = Some("bad\r\nx-injected: 1");
+        out.clear();
+        encode_request(&head, &mut out);
+        assert!(lines_of(&out).is_empty());
     }
 
     #[test]
