@@ -105,6 +105,7 @@ pub mod fault;
 mod forward;
 mod grpc;
 mod guard;
+mod h1_spans;
 mod headers;
 mod io_wrap;
 pub mod keyed_breaker;

@@ -10,10 +10,7 @@ use http::{Method, Response, StatusCode, Version};
 use super::{H1Error, RequestHead};
 use crate::headers::chain_of;
 
-/// The most header lines an answer's head (or its trailers) may carry:
-/// hyper's own default, so an endpoint that worked behind hyper's client
-/// works here.
-pub(super) const MAX_HEADERS: usize = 100;
+use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
 
 /// The largest answer head read before the endpoint is judged broken.
 pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -138,17 +135,7 @@ struct StatusLine {
     count: usize,
 }
 
-/// Offsets into a head (which [`MAX_HEAD_BYTES`] keeps under 4 GiB).
-#[derive(Clone, Copy, Default)]
-struct Span {
-    name: (u32, u32),
-    value: (u32, u32),
-}
-
-fn parse_once(
-    buf: &BytesMut,
-    spans: &mut [Span; MAX_HEADERS],
-) -> Result<Option<StatusLine>, H1Error> {
+fn parse_once(buf: &BytesMut, spans: &mut Spans) -> Result<Option<StatusLine>, H1Error> {
     let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut []);
     let status = httparse::ParserConfig::default()
@@ -164,19 +151,12 @@ fn parse_once(
         Some(0) => Version::HTTP_10,
         _ => Version::HTTP_11,
     };
-    let base = buf.as_ptr() as usize;
-    let at = |s: &[u8]| ((s.as_ptr() as usize - base) as u32, s.len() as u32);
-    for (span, line) in spans.iter_mut().zip(response.headers.iter()) {
-        *span = Span {
-            name: at(line.name.as_bytes()),
-            value: at(line.value),
-        };
-    }
+    let count = h1_spans::locate(buf, response.headers, spans);
     Ok(Some(StatusLine {
         len,
         status,
         version,
-        count: response.headers.len(),
+        count,
     }))
 }
 
@@ -186,21 +166,12 @@ fn build(
     spans: &[Span],
     method: &Method,
 ) -> Result<Head, H1Error> {
-    let mut headers = HeaderMap::with_capacity(spans.len());
-    let range = |(start, len): (u32, u32)| start as usize..(start + len) as usize;
-    for span in spans {
-        let name = HeaderName::from_bytes(&head[range(span.name)]).map_err(|_| {
-            let shown = String::from_utf8_lossy(&head[range(span.name)]).into_owned();
-            H1Error::new(format!("invalid header name {shown:?}"))
-        })?;
-        let value = HeaderValue::from_maybe_shared(head.slice(range(span.value)))
-            .map_err(|_| H1Error::new(format!("invalid value of header {name}")))?;
-        headers.append(name, value);
-    }
-    let framing = framing(&headers, line.status, method)?;
-    let reusable = line.version == Version::HTTP_11
-        && framing != Framing::UntilClose
-        && !has_token(&headers, header::CONNECTION, "close");
+    let mut seen = FramingHeaders::default();
+    let headers = h1_spans::header_map(head, spans, |name, value| seen.note(name, value))
+        .map_err(H1Error::new)?;
+    let framing = seen.framing(line.status, method)?;
+    let reusable =
+        line.version == Version::HTTP_11 && framing != Framing::UntilClose && !seen.close;
     let mut response = Response::new(());
     *response.status_mut() = line.status;
     *response.version_mut() = line.version;
@@ -212,52 +183,75 @@ fn build(
     })
 }
 
-/// The answer body's framing (RFC 9112 §6.3). An answer with both
-/// `transfer-encoding` and `content-length`, or with `content-length`s
-/// that disagree, is refused: one of them lies, and a proxy that guessed
-/// would desynchronise the connection.
-fn framing(headers: &HeaderMap, status: StatusCode, method: &Method) -> Result<Framing, H1Error> {
-    if method == Method::HEAD
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
-    {
-        return Ok(Framing::Empty);
-    }
-    if headers.contains_key(header::TRANSFER_ENCODING) {
-        if headers.contains_key(header::CONTENT_LENGTH) {
-            return Err(H1Error::new(
-                "answer carries both transfer-encoding and content-length",
-            ));
-        }
-        return Ok(if last_coding_is_chunked(headers) {
-            Framing::Chunked
-        } else {
-            Framing::UntilClose
-        });
-    }
-    let mut length = None;
-    for value in headers.get_all(header::CONTENT_LENGTH) {
-        for item in value.as_bytes().split(|b| *b == b',') {
-            let n = parse_length(item.trim_ascii())
-                .ok_or_else(|| H1Error::new("invalid content-length in the answer"))?;
-            if length.is_some_and(|seen| seen != n) {
-                return Err(H1Error::new("answer carries conflicting content-lengths"));
-            }
-            length = Some(n);
-        }
-    }
-    Ok(length.map_or(Framing::UntilClose, Framing::Length))
+/// What an answer's header lines say about its framing and connection,
+/// noted line by line as the header map is built (no lookups after).
+#[derive(Default)]
+struct FramingHeaders {
+    /// The `content-length` all its values agree on, if any was sent.
+    length: Option<u64>,
+    /// Why the `content-length` values cannot be believed, if they cannot.
+    bad_length: Option<&'static str>,
+    transfer_encoding: bool,
+    /// Whether the last transfer coding named is `chunked` (a body whose
+    /// final coding is anything else runs until the connection closes).
+    chunked: bool,
+    /// `connection: close`.
+    close: bool,
 }
 
-/// Whether the last transfer coding named is `chunked` (a body whose
-/// final coding is anything else runs until the connection closes).
-fn last_coding_is_chunked(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .next_back()
-        .and_then(|v| v.as_bytes().rsplit(|b| *b == b',').next())
-        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+impl FramingHeaders {
+    fn note(&mut self, name: &HeaderName, value: &[u8]) {
+        if name == header::CONTENT_LENGTH {
+            for item in value.split(|b| *b == b',') {
+                match parse_length(item.trim_ascii()) {
+                    None => self.bad_length = Some("invalid content-length in the answer"),
+                    Some(n) if self.length.is_some_and(|seen| seen != n) => {
+                        self.bad_length = Some("answer carries conflicting content-lengths");
+                    }
+                    Some(n) => self.length = Some(n),
+                }
+            }
+        } else if name == header::TRANSFER_ENCODING {
+            self.transfer_encoding = true;
+            self.chunked = value
+                .rsplit(|b| *b == b',')
+                .next()
+                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if name == header::CONNECTION {
+            self.close |= value
+                .split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+        }
+    }
+
+    /// The answer body's framing (RFC 9112 §6.3). An answer with both
+    /// `transfer-encoding` and `content-length`, or with `content-length`s
+    /// that disagree, is refused: one of them lies, and a proxy that
+    /// guessed would desynchronise the connection.
+    fn framing(&self, status: StatusCode, method: &Method) -> Result<Framing, H1Error> {
+        if method == Method::HEAD
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED
+        {
+            return Ok(Framing::Empty);
+        }
+        if self.transfer_encoding {
+            if self.length.is_some() || self.bad_length.is_some() {
+                return Err(H1Error::new(
+                    "answer carries both transfer-encoding and content-length",
+                ));
+            }
+            return Ok(if self.chunked {
+                Framing::Chunked
+            } else {
+                Framing::UntilClose
+            });
+        }
+        if let Some(reason) = self.bad_length {
+            return Err(H1Error::new(reason));
+        }
+        Ok(self.length.map_or(Framing::UntilClose, Framing::Length))
+    }
 }
 
 fn parse_length(digits: &[u8]) -> Option<u64> {
@@ -266,14 +260,6 @@ fn parse_length(digits: &[u8]) -> Option<u64> {
     }
     digits.iter().try_fold(0u64, |n, &b| {
         b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
-    })
-}
-
-fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
-    headers.get_all(name).iter().any(|v| {
-        v.as_bytes()
-            .split(|b| *b == b',')
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
     })
 }
 
