@@ -13,8 +13,6 @@ use std::ops::Deref;
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, TokioClock};
 use tripline::{Outcome, OwnedPermit};
@@ -71,7 +69,7 @@ impl Deref for Outbound {
 /// Answers one request, and counts the answer.
 pub(crate) async fn handle(
     proxy: &Inner,
-    req: Request<Incoming>,
+    req: Request<ProxyBody>,
     downstream: Downstream,
 ) -> Response<ProxyBody> {
     let peer = downstream.peer;
@@ -106,7 +104,7 @@ async fn forward(
     proxy: &Inner,
     route: &Route,
     mut parts: http::request::Parts,
-    body: Incoming,
+    body: ProxyBody,
     downstream: Downstream,
     trail: &mut Option<Trail>,
 ) -> Response<ProxyBody> {
@@ -123,7 +121,7 @@ async fn forward(
         parts,
         forwarded: downstream.forwarded,
     };
-    let mut body = RequestBody::Once(Some(body.map_err(Into::into).boxed()));
+    let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
     crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await
 }

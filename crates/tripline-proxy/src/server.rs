@@ -55,6 +55,7 @@ use crate::proxy::{Inner, Proxy};
 use crate::runtime::Binding;
 
 mod connection;
+mod h1_fast;
 
 use connection::Settings;
 

@@ -76,6 +76,7 @@ use crate::config::{ListenerSection, ProxySection};
 use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
+use crate::server::h1_fast::{self, FastEnd};
 use crate::server::{CUT, DRAINING, reached};
 use crate::smuggling::Guarded;
 
@@ -242,7 +243,17 @@ fn service(
                 inner.metrics.observe(None, &response);
                 response
             } else {
-                handle(&inner, req, peer).await
+                handle(
+                    &inner,
+                    req.map(|b| {
+                        http_body_util::BodyExt::boxed(http_body_util::BodyExt::map_err(
+                            b,
+                            Into::into,
+                        ))
+                    }),
+                    peer,
+                )
+                .await
             };
             Ok(response.map(|body| Answer {
                 body,
@@ -285,6 +296,7 @@ pub(crate) async fn serve<S: Park>(
     };
     let activity = Arc::new(Activity::default());
     let gauge = inner.metrics.parked.clone();
+    let fast = (inner.clone(), peer.clone());
     let service = service(inner, peer, conflict, activity.clone());
     if h2 {
         let io = TokioIo::new(Replay::new(first, io, activity.clone()));
@@ -304,7 +316,14 @@ pub(crate) async fn serve<S: Park>(
             _ = reached(&mut stop, CUT) => {}
         }
     } else {
-        serve_http1(io, first, service, &settings, &activity, &gauge, &mut stop).await;
+        let http1 = Http1 {
+            settings: &settings,
+            activity: &activity,
+            gauge: &gauge,
+            inner: &fast.0,
+            peer: &fast.1,
+        };
+        serve_http1(io, first, service, &http1, &mut stop).await;
     }
 }
 
@@ -372,15 +391,23 @@ enum Ended {
     Dropped,
 }
 
-/// The HTTP/1 loop: a hyper connection until idle, parked, woken by the
-/// client's next byte, a new hyper connection, and so on.
+/// What an HTTP/1 connection is served with.
+struct Http1<'a> {
+    settings: &'a Settings,
+    activity: &'a Arc<Activity>,
+    gauge: &'a Gauge,
+    inner: &'a Arc<Inner>,
+    peer: &'a Downstream,
+}
+
+/// The HTTP/1 loop: bodiless requests served by [`h1_fast`] until the
+/// connection is idle or a request needs hyper; then a hyper connection
+/// until idle; parked, woken by the client's next byte, and so on.
 async fn serve_http1<S, Svc>(
     mut io: Guarded<S>,
     mut first: Bytes,
     mut service: Svc,
-    settings: &Settings,
-    activity: &Arc<Activity>,
-    gauge: &Gauge,
+    http1: &Http1<'_>,
     stop: &mut watch::Receiver<u8>,
 ) where
     S: Park,
@@ -390,7 +417,35 @@ async fn serve_http1<S, Svc>(
         + 'static,
     Svc::Future: Unpin + Send + 'static,
 {
+    let Http1 {
+        settings,
+        activity,
+        gauge,
+        inner,
+        peer,
+    } = *http1;
     loop {
+        // Boxed, like hyper's connection below: a parked task keeps a
+        // pointer's room for it.
+        let fast = h1_fast::serve(&mut io, first, inner, peer, settings, stop);
+        match Box::pin(fast).await {
+            FastEnd::Delegate(bytes) => first = bytes,
+            FastEnd::Idle(since) => {
+                first = Bytes::new();
+                if !park(&io, since + settings.keep_alive_timeout, gauge, stop).await {
+                    return;
+                }
+                continue;
+            }
+            FastEnd::Closed => {
+                let _ = tokio::select! {
+                    shut = io.shutdown() => shut,
+                    _ = reached(stop, CUT) => Ok(()),
+                };
+                return;
+            }
+            FastEnd::Dropped => return,
+        }
         let replay = Replay::new(first, io, activity.clone());
         // Boxed: the parked task keeps a pointer's room for it, not the
         // whole connection state.

@@ -20,6 +20,7 @@ mod h2c;
 mod headers;
 mod hedging;
 mod http1_answers;
+mod http1_serving;
 mod keyed_breakers;
 mod metrics;
 mod outlier;

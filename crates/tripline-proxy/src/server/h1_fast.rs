@@ -1,0 +1,449 @@
+//! Serving bodiless HTTP/1.1 requests without hyper's server.
+//!
+//! Why: under hyper's `conn::http1` server, its dispatcher, buffered I/O,
+//! role parse and encode were ~13 000 of the proxy's ~30 000
+//! instructions per request (callgrind, `benches/proxy/instructions.sh`),
+//! and the proxy's user-space time per request is what separates it from
+//! HAProxy on the same core (`benches/README.md`). A request without a
+//! body — most proxied traffic — needs none of hyper's state machine:
+//! its head is parsed with `httparse` (the parser hyper itself uses), the
+//! answer's head is written with its first body bytes in one `write`, and
+//! the next request is read on the same buffer.
+//!
+//! Everything else goes to hyper, with the bytes read so far: a request
+//! with a body or `Expect`, a `Connection` other than `keep-alive`, an
+//! `Upgrade` or `TE` header,
+//! HTTP/1.0, a non-origin-form target, a malformed or oversized head
+//! (hyper answers those with its 400 or 431). hyper then serves the
+//! connection until it is idle and parked (`connection.rs`); the next
+//! wake-up starts here again. The smuggling guard sits under both: every
+//! byte this loop reads is scanned as hyper's would be.
+//!
+//! What hyper's server did that this loop does the same way: the header
+//! read timeout (from the head's first byte, or from the wake-up), the
+//! `date` header on answers without one, framing by `content-length`
+//! (declared, or the body's exact size) or else chunked, no body for
+//! `HEAD`, 204 and 304, trailers dropped (the client did not ask for them:
+//! a request with `TE` goes to hyper), a new request refused (the
+//! connection closed unanswered) once the drain has begun, and an
+//! in-flight one dropped at the cut.
+
+use std::future::{Future, poll_fn};
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use bytes::{Bytes, BytesMut};
+use http::header;
+use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http_body::Body;
+use http_body_util::BodyExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::connection::{PARK_GRACE, Settings};
+use crate::body::{ProxyBody, empty};
+use crate::forward::{Downstream, handle};
+use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
+use crate::proxy::Inner;
+use crate::server::{CUT, DRAINING, reached};
+
+/// The largest request head served here; a larger one goes to hyper,
+/// which answers it by its own limits.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// A chunk of the answer's body up to this size is written together with
+/// the head (one `write`); a larger one on its own, not copied.
+const COALESCE: usize = 16 * 1024;
+
+/// How the loop ended.
+pub(super) enum FastEnd {
+    /// Idle a grace after its last answer, nothing buffered: park it.
+    Idle(Instant),
+    /// A request this loop does not serve: hand the connection to hyper,
+    /// these bytes first.
+    Delegate(Bytes),
+    /// The client closed between requests, or the drain began: shut the
+    /// socket down.
+    Closed,
+    /// A failure (a timeout, a reset, a broken answer) or the cut: drop it.
+    Dropped,
+}
+
+/// Serves requests on `io` (after `first`, bytes already read) until it
+/// is idle, must go to hyper, or ends.
+pub(super) async fn serve<S>(
+    io: &mut S,
+    first: Bytes,
+    inner: &Arc<Inner>,
+    peer: &Downstream,
+    settings: &Settings,
+    stop: &watch::Receiver<u8>,
+) -> FastEnd
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut cut_rx = stop.clone();
+    let mut shutdown = Shutdown {
+        level: stop.clone(),
+        cut: std::pin::pin!(reached(&mut cut_rx, CUT)),
+        registered: false,
+    };
+    let mut buf = BytesMut::with_capacity(first.len().max(4096));
+    buf.extend_from_slice(&first);
+    drop(first);
+    let mut out = Vec::with_capacity(1024);
+    let mut spans = [Span::default(); MAX_HEADERS];
+    let mut last = Instant::now();
+    let mut answered = false;
+    let mut grace = std::pin::pin!(tokio::time::sleep(PARK_GRACE));
+    loop {
+        let mut head_deadline = None;
+        let request = loop {
+            if !buf.is_empty() {
+                match parse(&mut buf, &mut spans) {
+                    Ok(request) => break request,
+                    Err(Unparsed::Partial) if buf.len() <= MAX_HEAD => {}
+                    Err(_) => return FastEnd::Delegate(buf.freeze()),
+                }
+            }
+            if buf.capacity() - buf.len() < 1024 {
+                buf.reserve(4096);
+            }
+            let read = if buf.is_empty() && answered {
+                // Between answers a connection waits a grace, then parks.
+                // One timer serves the whole loop: armed at most a grace
+                // early, re-armed when it fires before the connection has
+                // been idle that long — a timer wake-up per grace on a
+                // busy connection, not a timer set and cancelled per
+                // request (~2 000 instructions).
+                let wait = between_requests(io, &mut buf, grace.as_mut(), last);
+                match shutdown.unless_cut(wait).await {
+                    Some(Some(read)) => read,
+                    Some(None) => return FastEnd::Idle(last),
+                    None => return FastEnd::Dropped,
+                }
+            } else {
+                // A head that has begun (or a woken connection's first)
+                // has the header read timeout; past it the connection is
+                // closed unanswered, as hyper does.
+                let deadline = *head_deadline
+                    .get_or_insert_with(|| Instant::now() + settings.header_read_timeout);
+                let read = tokio::time::timeout_at(deadline, io.read_buf(&mut buf));
+                match shutdown.unless_cut(read).await {
+                    Some(Ok(read)) => read,
+                    Some(Err(_)) | None => return FastEnd::Dropped,
+                }
+            };
+            match read {
+                Ok(0) if buf.is_empty() => return FastEnd::Closed,
+                Ok(0) | Err(_) => return FastEnd::Dropped,
+                Ok(_) => {}
+            }
+        };
+        if shutdown.draining() {
+            return FastEnd::Closed;
+        }
+        let no_body = request.method() == Method::HEAD;
+        let Some(response) = shutdown
+            .unless_cut(handle(inner, request, peer.clone()))
+            .await
+        else {
+            return FastEnd::Dropped;
+        };
+        match shutdown
+            .unless_cut(write_answer(io, &mut out, response, no_body))
+            .await
+        {
+            Some(Ok(true)) => {}
+            Some(Ok(false)) => return FastEnd::Closed,
+            None | Some(Err(_)) => return FastEnd::Dropped,
+        }
+        answered = true;
+        last = Instant::now();
+    }
+}
+
+/// Reads the client's next bytes into `buf`; `None` once the connection
+/// has been idle a grace since `last` (`grace` is re-armed when it fires
+/// sooner).
+async fn between_requests<S: AsyncRead + Unpin>(
+    io: &mut S,
+    buf: &mut BytesMut,
+    mut grace: Pin<&mut tokio::time::Sleep>,
+    last: Instant,
+) -> Option<std::io::Result<usize>> {
+    let mut read = std::pin::pin!(io.read_buf(buf));
+    poll_fn(|cx| {
+        if let Poll::Ready(read) = read.as_mut().poll(cx) {
+            return Poll::Ready(Some(read));
+        }
+        while grace.as_mut().poll(cx).is_ready() {
+            let due = last + PARK_GRACE;
+            if Instant::now() >= due {
+                return Poll::Ready(None);
+            }
+            grace.as_mut().reset(due);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// The proxy's shutdown level, watched without re-polling a `watch` wait
+/// on every wake-up (~400 instructions each): the cut is polled once to
+/// register the task's waker, then only when the level moved.
+struct Shutdown<F> {
+    level: watch::Receiver<u8>,
+    cut: Pin<F>,
+    registered: bool,
+}
+
+impl<F, C> Shutdown<F>
+where
+    F: std::ops::DerefMut<Target = C>,
+    C: Future<Output = ()>,
+{
+    /// Runs `fut` to its end, unless the proxy is cut first (`None`).
+    async fn unless_cut<T>(&mut self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut fut = std::pin::pin!(fut);
+        poll_fn(|cx| {
+            if !self.registered || self.level.has_changed().unwrap_or(true) {
+                self.registered = true;
+                self.level.borrow_and_update();
+                if self.cut.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+            }
+            fut.as_mut().poll(cx).map(Some)
+        })
+        .await
+    }
+
+    /// Whether the drain has begun: new requests are refused.
+    fn draining(&self) -> bool {
+        *self.level.borrow() >= DRAINING
+    }
+}
+
+/// Why the front of the buffer is not a request to serve here.
+enum Unparsed {
+    /// Not all of a head yet.
+    Partial,
+    /// A request for hyper (or bytes that are none).
+    NotHere,
+}
+
+/// The whole head of a request served here, taken out of the buffer.
+fn parse(buf: &mut BytesMut, spans: &mut Spans) -> Result<Request<ProxyBody>, Unparsed> {
+    let mut lines = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut []);
+    let (len, method, target, count) = match httparse::ParserConfig::default()
+        .parse_request_with_uninit_headers(&mut request, buf, &mut lines)
+    {
+        Ok(httparse::Status::Complete(len)) => {
+            let (Some(1), Some(method), Some(path)) =
+                (request.version, request.method, request.path)
+            else {
+                return Err(Unparsed::NotHere);
+            };
+            if !path.starts_with('/') || !request.headers.iter().all(is_served) {
+                return Err(Unparsed::NotHere);
+            }
+            let Ok(method) = Method::from_bytes(method.as_bytes()) else {
+                return Err(Unparsed::NotHere);
+            };
+            let start = path.as_ptr() as usize - buf.as_ptr() as usize;
+            let count = h1_spans::locate(buf, request.headers, spans);
+            (len, method, start..start + path.len(), count)
+        }
+        Ok(httparse::Status::Partial) => return Err(Unparsed::Partial),
+        Err(_) => return Err(Unparsed::NotHere),
+    };
+    let head = buf.split_to(len).freeze();
+    let uri = Uri::from_maybe_shared(head.slice(target));
+    let headers = h1_spans::header_map(&head, &spans[..count], |_, _| {});
+    let (Ok(uri), Ok(headers)) = (uri, headers) else {
+        // Taken out of the buffer already: only hyper's 400 is left to
+        // give, for a head it will read as malformed too.
+        let mut back = BytesMut::with_capacity(head.len() + buf.len());
+        back.extend_from_slice(&head);
+        back.extend_from_slice(buf);
+        *buf = back;
+        return Err(Unparsed::NotHere);
+    };
+    let mut request = Request::new(empty());
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.version_mut() = Version::HTTP_11;
+    *request.headers_mut() = headers;
+    Ok(request)
+}
+
+/// Whether a header line leaves the request to this loop: no body, no
+/// expectation, nothing that changes the connection.
+fn is_served(line: &httparse::Header<'_>) -> bool {
+    let is = |name: &str| line.name.eq_ignore_ascii_case(name);
+    if is("content-length") {
+        return line.value.trim_ascii() == b"0";
+    }
+    if is("connection") {
+        // What HTTP/1.1 clients commonly send, and the default anyway.
+        return line
+            .value
+            .split(|b| *b == b',')
+            .all(|token| token.trim_ascii().eq_ignore_ascii_case(b"keep-alive"));
+    }
+    !(is("transfer-encoding") || is("expect") || is("upgrade") || is("te"))
+}
+
+/// Writes `response` (without a body when `no_body`: an answer to HEAD);
+/// `Ok(false)` when the connection cannot carry another request.
+async fn write_answer<S: AsyncWrite + Unpin>(
+    io: &mut S,
+    out: &mut Vec<u8>,
+    response: Response<ProxyBody>,
+    no_body: bool,
+) -> std::io::Result<bool> {
+    let (parts, mut body) = response.into_parts();
+    let status = parts.status;
+    let no_body = no_body
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || status.is_informational();
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    let mut declared = None;
+    let mut dated = false;
+    for (name, value) in &parts.headers {
+        if name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        if name == header::CONTENT_LENGTH {
+            declared = std::str::from_utf8(value.as_bytes())
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+        }
+        dated |= name == header::DATE;
+        line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !dated {
+        DATE.with(|date| date.write_line(out));
+    }
+    let length = match (no_body, declared, body.size_hint().exact()) {
+        (true, ..) => Some(0),
+        (false, Some(n), _) => Some(n),
+        (false, None, Some(n)) => {
+            line(out, b"content-length", itoa(n, &mut [0; 20]));
+            Some(n)
+        }
+        (false, None, None) => {
+            line(out, b"transfer-encoding", b"chunked");
+            None
+        }
+    };
+    out.extend_from_slice(b"\r\n");
+    if no_body {
+        io.write_all(out).await?;
+        return Ok(true);
+    }
+    let mut sent = 0u64;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .into_data()
+        else {
+            continue; // trailers: the client did not ask for them
+        };
+        if data.is_empty() {
+            continue;
+        }
+        sent += data.len() as u64;
+        if length.is_none() {
+            out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        }
+        if out.len() + data.len() <= COALESCE {
+            out.extend_from_slice(&data);
+        } else {
+            io.write_all(out).await?;
+            out.clear();
+            io.write_all(&data).await?;
+        }
+        if length.is_none() {
+            out.extend_from_slice(b"\r\n");
+        }
+        if !body.is_end_stream() && !out.is_empty() {
+            io.write_all(out).await?;
+            out.clear();
+        }
+    }
+    if length.is_none() {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    if !out.is_empty() {
+        io.write_all(out).await?;
+    }
+    // A body that disagrees with its declared length leaves the client
+    // out of step: the connection ends with it.
+    Ok(length.is_none_or(|n| n == sent))
+}
+
+fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, written into `room`.
+fn itoa(mut n: u64, room: &mut [u8; 20]) -> &[u8] {
+    let mut at = room.len();
+    loop {
+        at -= 1;
+        room[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &room[at..];
+        }
+    }
+}
+
+/// The `date` header's value, formatted once per second per thread.
+struct CachedDate {
+    second: std::cell::Cell<u64>,
+    text: std::cell::RefCell<[u8; 29]>,
+}
+
+impl CachedDate {
+    /// Writes the `date` line, reformatting the value when the second
+    /// changed since the last answer of this thread.
+    fn write_line(&self, out: &mut Vec<u8>) {
+        let now = tripline::clock::system_time_after(std::time::Duration::ZERO);
+        let second = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut text = self.text.borrow_mut();
+        if second != self.second.get() {
+            self.second.set(second);
+            let formatted = httpdate::fmt_http_date(now);
+            let n = formatted.len().min(text.len());
+            text[..n].copy_from_slice(&formatted.as_bytes()[..n]);
+        }
+        line(out, b"date", &text[..]);
+    }
+}
+
+thread_local! {
+    static DATE: CachedDate = const {
+        CachedDate {
+            second: std::cell::Cell::new(0),
+            text: std::cell::RefCell::new([0; 29]),
+        }
+    };
+}
