@@ -12,8 +12,10 @@
 //! anything else: HTTP/1). HTTP/2 is served by hyper to its end, unparked
 //! (its frames multiplex streams, so there is no "between requests" to
 //! park in), and closed with GOAWAY once it has had no open stream for
-//! the keep-alive timeout ([`no_stream_for`]). HTTP/1 is served by
-//! [`hyper::server::conn::http1`] in a loop:
+//! the keep-alive timeout ([`no_stream_for`]). HTTP/1 is served in a
+//! loop: bodiless HTTP/1.1 requests by [`h1_fast`] (without hyper, until
+//! the connection is idle or a request needs hyper), the others by
+//! [`hyper::server::conn::http1`]:
 //!
 //! 1. A hyper connection serves requests (pipelined ones included) while
 //!    the connection's [`Activity`] is watched: bytes read from the
