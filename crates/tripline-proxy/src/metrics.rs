@@ -198,17 +198,22 @@ impl ProxyMetrics {
         if let Some(c) = counters.classes.get(class) {
             c.inc();
         }
-        let headers = response.headers();
-        if let Some(flag) = headers.get(FLAG_HEADER).and_then(|v| v.to_str().ok()) {
-            counters.count_flag(flag);
-        }
-        if headers.contains_key(RETRY_REFUSED_HEADER) {
-            counters.count_flag(Reason::BudgetExhausted.flag());
-        }
-        if let Some(cause) = headers.get(DEGRADED_HEADER).and_then(|v| v.to_str().ok())
-            && let Some((_, c)) = counters.fallbacks.iter().find(|(f, _)| *f == cause)
-        {
-            c.inc();
+        // One pass comparing the names an answer has (cheap: most are
+        // standard names, which compare by tag) instead of three hashed
+        // lookups for headers that only refusals and fallbacks carry.
+        for (name, value) in response.headers() {
+            if name == FLAG_HEADER {
+                if let Ok(flag) = value.to_str() {
+                    counters.count_flag(flag);
+                }
+            } else if name == RETRY_REFUSED_HEADER {
+                counters.count_flag(Reason::BudgetExhausted.flag());
+            } else if name == DEGRADED_HEADER
+                && let Ok(cause) = value.to_str()
+                && let Some((_, c)) = counters.fallbacks.iter().find(|(f, _)| *f == cause)
+            {
+                c.inc();
+            }
         }
     }
 }

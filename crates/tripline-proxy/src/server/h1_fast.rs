@@ -120,7 +120,7 @@ where
                 // busy connection, not a timer set and cancelled per
                 // request (~2 000 instructions).
                 let wait = between_requests(io, &mut buf, grace.as_mut(), last);
-                match shutdown.unless_cut(wait).await {
+                match shutdown.unless_cut(std::pin::pin!(wait)).await {
                     Some(Some(read)) => read,
                     Some(None) => return FastEnd::Idle(last),
                     None => return FastEnd::Dropped,
@@ -132,7 +132,7 @@ where
                 let deadline = *head_deadline
                     .get_or_insert_with(|| Instant::now() + settings.header_read_timeout);
                 let read = tokio::time::timeout_at(deadline, io.read_buf(&mut buf));
-                match shutdown.unless_cut(read).await {
+                match shutdown.unless_cut(std::pin::pin!(read)).await {
                     Some(Ok(read)) => read,
                     Some(Err(_)) | None => return FastEnd::Dropped,
                 }
@@ -148,13 +148,15 @@ where
         }
         let no_body = request.method() == Method::HEAD;
         let Some(response) = shutdown
-            .unless_cut(handle(inner, request, peer.clone()))
+            .unless_cut(std::pin::pin!(handle(inner, request, peer.clone())))
             .await
         else {
             return FastEnd::Dropped;
         };
         match shutdown
-            .unless_cut(write_answer(io, &mut out, response, no_body))
+            .unless_cut(std::pin::pin!(write_answer(
+                io, &mut out, response, no_body
+            )))
             .await
         {
             Some(Ok(true)) => {}
@@ -207,8 +209,9 @@ where
     C: Future<Output = ()>,
 {
     /// Runs `fut` to its end, unless the proxy is cut first (`None`).
-    async fn unless_cut<T>(&mut self, fut: impl Future<Output = T>) -> Option<T> {
-        let mut fut = std::pin::pin!(fut);
+    /// Taken pinned where the caller built it: a request's future is
+    /// kilobytes, and each move of it is a `memcpy`.
+    async fn unless_cut<T>(&mut self, mut fut: Pin<&mut impl Future<Output = T>>) -> Option<T> {
         poll_fn(|cx| {
             if !self.registered || self.level.has_changed().unwrap_or(true) {
                 self.registered = true;
