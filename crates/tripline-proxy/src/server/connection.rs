@@ -48,7 +48,8 @@
 //! connection, a header lookup and a clock read; nothing is allocated per
 //! request, and the grace timer wakes a busy connection once per grace. The
 //! smuggling guard ([`Guarded`]) sits under the replaying wrapper, so each
-//! byte is scanned once, and keeps its state across parks. Upgrades are
+//! byte hyper reads is scanned once; [`h1_fast`] reads past it and has it
+//! watch, from their head on, the bytes it hands to hyper. Upgrades are
 //! not served (the proxy strips `Upgrade`), as before.
 
 use std::convert::Infallible;

@@ -16,8 +16,10 @@
 //! HTTP/1.0, a non-origin-form target, a malformed or oversized head
 //! (hyper answers those with its 400 or 431). hyper then serves the
 //! connection until it is idle and parked (`connection.rs`); the next
-//! wake-up starts here again. The smuggling guard sits under both: every
-//! byte this loop reads is scanned as hyper's would be.
+//! wake-up starts here again. The smuggling guard watches what hyper
+//! reads; this loop reads past it (it parses every head itself and serves
+//! none with `Transfer-Encoding` or a body, the guard's whole concern)
+//! and has the guard watch what it hands to hyper, from that head on.
 //!
 //! What hyper's server did that this loop does the same way: the header
 //! read timeout (from the head's first byte, or from the wake-up), the
@@ -49,6 +51,7 @@ use crate::forward::{Downstream, handle};
 use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
 use crate::proxy::Inner;
 use crate::server::{CUT, DRAINING, reached};
+use crate::smuggling::Guarded;
 
 /// The largest request head served here; a larger one goes to hyper,
 /// which answers it by its own limits.
@@ -75,6 +78,26 @@ pub(super) enum FastEnd {
 /// Serves requests on `io` (after `first`, bytes already read) until it
 /// is idle, must go to hyper, or ends.
 pub(super) async fn serve<S>(
+    guarded: &mut Guarded<S>,
+    first: Bytes,
+    inner: &Arc<Inner>,
+    peer: &Downstream,
+    settings: &Settings,
+    stop: &watch::Receiver<u8>,
+) -> FastEnd
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let ended = serve_unwatched(guarded.unwatched(), first, inner, peer, settings, stop).await;
+    if let FastEnd::Delegate(bytes) = &ended {
+        guarded.watch_from_head(bytes);
+    }
+    ended
+}
+
+/// [`serve`] on the bare connection: every head is parsed here, and
+/// what goes to hyper is watched before hyper reads it.
+async fn serve_unwatched<S>(
     io: &mut S,
     first: Bytes,
     inner: &Arc<Inner>,

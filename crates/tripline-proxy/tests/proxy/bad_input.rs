@@ -43,6 +43,28 @@ async fn conflicting_length_and_chunked_framing_is_refused_with_400() {
 }
 
 #[tokio::test]
+async fn a_conflicting_head_after_bodiless_requests_on_one_connection_is_refused() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    // Two bodiless requests (served without hyper, their heads parsed by
+    // the proxy itself), then the smuggling head, all in one write.
+    let pipelined = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+    let answer = raw(addr, pipelined).await;
+    assert_eq!(answer.matches("HTTP/1.1 200").count(), 2, "{answer}");
+    assert!(answer.contains("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("x-tripline-rejected: protocol_error"),
+        "{answer}"
+    );
+    assert_eq!(
+        upstream.hits(),
+        2,
+        "the smuggled request never reached the upstream"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
 async fn other_malformed_framing_is_refused_with_400() {
     let upstream = Upstream::start(|_| respond(200, "fine")).await;
     let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
