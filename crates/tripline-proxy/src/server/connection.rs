@@ -430,8 +430,13 @@ async fn serve_http1<S, Svc>(
     loop {
         // Boxed, like hyper's connection below: a parked task keeps a
         // pointer's room for it.
-        let fast = h1_fast::serve(&mut io, first, inner, peer, settings, stop);
-        match Box::pin(fast).await {
+        let with = h1_fast::Serving {
+            inner,
+            peer,
+            settings,
+            stop,
+        };
+        match Box::pin(h1_fast::serve(&mut io, first, &with)).await {
             FastEnd::Delegate(bytes) => first = bytes,
             FastEnd::Idle(since) => {
                 first = Bytes::new();

@@ -75,20 +75,22 @@ pub(super) enum FastEnd {
     Dropped,
 }
 
-/// Serves requests on `io` (after `first`, bytes already read) until it
-/// is idle, must go to hyper, or ends.
-pub(super) async fn serve<S>(
-    guarded: &mut Guarded<S>,
-    first: Bytes,
-    inner: &Arc<Inner>,
-    peer: &Downstream,
-    settings: &Settings,
-    stop: &watch::Receiver<u8>,
-) -> FastEnd
+/// What a connection is served with: the proxy, its client, its
+/// listener's settings and the proxy's shutdown level.
+pub(super) struct Serving<'a> {
+    pub(super) inner: &'a Arc<Inner>,
+    pub(super) peer: &'a Downstream,
+    pub(super) settings: &'a Settings,
+    pub(super) stop: &'a watch::Receiver<u8>,
+}
+
+/// Serves requests on `guarded` (after `first`, bytes already read)
+/// until it is idle, must go to hyper, or ends.
+pub(super) async fn serve<S>(guarded: &mut Guarded<S>, first: Bytes, with: &Serving<'_>) -> FastEnd
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let ended = serve_unwatched(guarded.unwatched(), first, inner, peer, settings, stop).await;
+    let ended = serve_unwatched(guarded.unwatched(), first, with).await;
     if let FastEnd::Delegate(bytes) = &ended {
         guarded.watch_from_head(bytes);
     }
@@ -97,17 +99,16 @@ where
 
 /// [`serve`] on the bare connection: every head is parsed here, and
 /// what goes to hyper is watched before hyper reads it.
-async fn serve_unwatched<S>(
-    io: &mut S,
-    first: Bytes,
-    inner: &Arc<Inner>,
-    peer: &Downstream,
-    settings: &Settings,
-    stop: &watch::Receiver<u8>,
-) -> FastEnd
+async fn serve_unwatched<S>(io: &mut S, first: Bytes, with: &Serving<'_>) -> FastEnd
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let Serving {
+        inner,
+        peer,
+        settings,
+        stop,
+    } = *with;
     let mut cut_rx = stop.clone();
     let mut shutdown = Shutdown {
         level: stop.clone(),

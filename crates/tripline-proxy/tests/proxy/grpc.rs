@@ -85,13 +85,7 @@ async fn breaker_after_three_calls(status: &'static str, in_headers: bool) -> (S
             );
         }
     }
-    let breaker = proxy
-        .cluster("backend")
-        .unwrap()
-        .endpoint(&upstream.to_string())
-        .unwrap()
-        .breaker()
-        .clone();
+    let breaker = endpoint_breaker(&proxy, upstream);
     // The outcome is recorded when the proxy reads the body's end, which
     // may be just after the client saw it: wait for it, bounded.
     tokio::time::timeout(BOUND, async {

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::support::*;
 
@@ -22,19 +22,8 @@ async fn scripted(answers: Vec<(&'static [u8], bool)>) -> (SocketAddr, Arc<Atomi
         counted.fetch_add(1, Ordering::SeqCst);
         let answers = answers.clone();
         async move {
-            let mut buf = vec![0u8; 4096];
             let mut seen = Vec::new();
-            loop {
-                let end = loop {
-                    if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break at + 4;
-                    }
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
-                };
-                seen.drain(..end);
+            while read_request_head(&mut s, &mut seen).await {
                 let next = answers.lock().unwrap().next();
                 let Some((answer, close)) = next else { return };
                 if s.write_all(answer).await.is_err() || close {
@@ -97,13 +86,7 @@ async fn grpc_trailers_of_an_http1_endpoint_reach_the_client_and_are_classified(
         assert_eq!(body.trailers().unwrap()["grpc-status"], "14");
         assert_eq!(&body.to_bytes()[..], b"\0\0\0\0\0");
     }
-    let breaker = proxy
-        .cluster("backend")
-        .unwrap()
-        .endpoint(&upstream.to_string())
-        .unwrap()
-        .breaker()
-        .clone();
+    let breaker = endpoint_breaker(&proxy, upstream);
     tokio::time::timeout(BOUND, async {
         while breaker.metrics().calls.failed < 3 {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -198,11 +181,6 @@ async fn an_answer_with_conflicting_framing_is_a_502_and_a_failure() {
     .await;
     let (proxy, running, addr, _clock) = start_proxy(&config(&[upstream], "", "")).await;
     assert_eq!(get(addr, "/").await.status, 502);
-    let endpoint = proxy
-        .cluster("backend")
-        .unwrap()
-        .endpoint(&upstream.to_string())
-        .unwrap();
-    assert_eq!(endpoint.breaker().window().failures, 1);
+    assert_eq!(endpoint_breaker(&proxy, upstream).window().failures, 1);
     running.shutdown().await;
 }

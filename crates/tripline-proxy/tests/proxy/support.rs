@@ -218,3 +218,33 @@ pub async fn metric(admin: SocketAddr, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
+
+/// The breaker of endpoint `endpoint` in the cluster `backend` of
+/// [`config`].
+pub fn endpoint_breaker(proxy: &Proxy, endpoint: SocketAddr) -> tripline::CircuitBreaker {
+    proxy
+        .cluster("backend")
+        .unwrap()
+        .endpoint(&endpoint.to_string())
+        .unwrap()
+        .breaker()
+        .clone()
+}
+
+/// Reads from `stream` until `seen` holds a whole request head, then
+/// takes that head out of `seen`; `false` once the client has closed
+/// (or the read failed). What raw upstreams use to answer request by
+/// request.
+pub async fn read_request_head(stream: &mut TcpStream, seen: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            seen.drain(..at + 4);
+            return true;
+        }
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+}

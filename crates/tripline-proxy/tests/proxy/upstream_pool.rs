@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::support::*;
@@ -32,22 +32,12 @@ async fn endpoint(gate: Arc<Semaphore>, close_each: bool) -> Seen {
         counted.fetch_add(1, Ordering::SeqCst);
         let (gate, arrived, closed_tx) = (gate.clone(), arrived.clone(), closed_tx.clone());
         async move {
-            let mut buf = vec![0u8; 4096];
             let mut seen = Vec::new();
             loop {
-                let end = loop {
-                    if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break at + 4;
-                    }
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => {
-                            let _ = closed_tx.send(());
-                            return;
-                        }
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
-                };
-                seen.drain(..end);
+                if !read_request_head(&mut s, &mut seen).await {
+                    let _ = closed_tx.send(());
+                    return;
+                }
                 let _ = arrived.send(());
                 gate.acquire().await.unwrap().forget();
                 let answer: &[u8] = if close_each {
