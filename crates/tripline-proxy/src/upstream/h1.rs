@@ -41,7 +41,8 @@ const READ_CHUNK: usize = 8 * 1024;
 
 /// A broken exchange: what the endpoint sent (or did) that an HTTP/1.1
 /// answer cannot be.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct H1Error(String);
 
 impl H1Error {
@@ -49,14 +50,6 @@ impl H1Error {
         H1Error(reason.into())
     }
 }
-
-impl std::fmt::Display for H1Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for H1Error {}
 
 /// Whether a request can be exchanged here: no body to send, and not a
 /// `CONNECT` (a tunnel, not a request/answer exchange).
@@ -110,6 +103,27 @@ pub(super) enum Failed {
     Answer(H1Error),
 }
 
+impl Failed {
+    /// The failure as the client's error, whichever side it was on.
+    pub(super) fn into_error(self) -> crate::body::BoxError {
+        match self {
+            Failed::Unsent(e) => e.into(),
+            Failed::Answer(e) => e.into(),
+        }
+    }
+}
+
+/// Gives `conn` back to the pool through `home` (present only when the
+/// answer left the connection able to carry another request), unless
+/// bytes nobody asked for follow the answer on it.
+fn give_back<F: FnOnce(RawConn)>(conn: RawConn, home: Option<F>) {
+    if let Some(home) = home
+        && conn.buf.is_empty()
+    {
+        home(conn);
+    }
+}
+
 impl RawConn {
     pub(super) fn new(stream: TcpStream) -> Self {
         RawConn {
@@ -133,11 +147,6 @@ impl RawConn {
                 matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
             }
         }
-    }
-
-    /// Whether nothing follows the last answer on the connection.
-    fn is_drained(&self) -> bool {
-        self.buf.is_empty()
     }
 
     /// Writes `request`'s head and reads the answer's head.
@@ -198,21 +207,20 @@ where
 {
     let head = conn.exchange(request).await?;
     let (parts, ()) = head.response.into_parts();
-    let body = match head.framing {
-        Framing::Empty | Framing::Length(0) => {
-            if head.reusable && conn.is_drained() {
-                home(conn);
-            }
-            empty()
-        }
+    let home = head.reusable.then_some(home);
+    let whole = match head.framing {
+        Framing::Empty | Framing::Length(0) => Some(empty()),
         Framing::Length(n) if n <= conn.buf.len() as u64 => {
-            let data = conn.buf.split_to(n as usize).freeze();
-            if head.reusable && conn.is_drained() {
-                home(conn);
-            }
-            full(data)
+            Some(full(conn.buf.split_to(n as usize).freeze()))
         }
-        framing => UpstreamBody::new(conn, Decoder::new(framing), head.reusable, home).boxed(),
+        _ => None,
+    };
+    let body = match whole {
+        Some(body) => {
+            give_back(conn, home);
+            body
+        }
+        None => UpstreamBody::new(conn, Decoder::new(head.framing), home).boxed(),
     };
     Ok(Response::from_parts(parts, body))
 }

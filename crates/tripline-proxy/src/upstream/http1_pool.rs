@@ -193,16 +193,14 @@ impl Http1Pool {
                 // The pooled connection broke under the write: the
                 // endpoint has no whole request to act on, try another.
                 Err(h1::Failed::Unsent(_)) => {}
-                Err(h1::Failed::Answer(e)) => return Err(UpstreamError::other(e)),
+                Err(failed) => return Err(UpstreamError::other(failed.into_error())),
             }
         }
         let conn = RawConn::new(self.open(address).await?);
         let key = self.shared.key(slot, address);
-        match h1::send(conn, request, self.home(slot, key)).await {
-            Ok(response) => Ok(response),
-            Err(h1::Failed::Unsent(e)) => Err(UpstreamError::other(e)),
-            Err(h1::Failed::Answer(e)) => Err(UpstreamError::other(e)),
-        }
+        h1::send(conn, request, self.home(slot, key))
+            .await
+            .map_err(|failed| UpstreamError::other(failed.into_error()))
     }
 
     /// Where a bare connection goes once its answer has been read whole.

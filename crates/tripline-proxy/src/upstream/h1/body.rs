@@ -9,7 +9,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
 use super::head::{Framing, parse_trailers};
-use super::{H1Error, RawConn};
+use super::{H1Error, RawConn, give_back};
 use crate::body::BoxError;
 
 /// The longest chunk-size line (size and extensions) accepted.
@@ -166,34 +166,29 @@ fn take(buf: &mut BytesMut, most: u64) -> Option<Bytes> {
 }
 
 /// A streaming answer body that owns its connection while it is read:
-/// read whole, the connection goes `home` (back to the pool) if it can
-/// carry another request; dropped early or broken, it is closed with the
-/// body, since the rest of the answer would still be on it.
+/// read whole, the connection goes `home` (back to the pool; `None` when
+/// the answer leaves it unable to carry another request); dropped early
+/// or broken, it is closed with the body, since the rest of the answer
+/// would still be on it.
 pub(super) struct UpstreamBody<F> {
     conn: Option<RawConn>,
     decoder: Decoder,
-    reusable: bool,
     home: Option<F>,
 }
 
 impl<F: FnOnce(RawConn)> UpstreamBody<F> {
-    pub(super) fn new(conn: RawConn, decoder: Decoder, reusable: bool, home: F) -> Self {
+    pub(super) fn new(conn: RawConn, decoder: Decoder, home: Option<F>) -> Self {
         UpstreamBody {
             conn: Some(conn),
             decoder,
-            reusable,
-            home: Some(home),
+            home,
         }
     }
 
-    /// The body has ended: the connection goes home if nothing unasked
-    /// for follows the answer on it.
+    /// The body has ended: the connection goes home.
     fn finish(&mut self) {
-        let conn = self.conn.take();
-        if let (Some(conn), Some(home), true) = (conn, self.home.take(), self.reusable)
-            && conn.is_drained()
-        {
-            home(conn);
+        if let Some(conn) = self.conn.take() {
+            give_back(conn, self.home.take());
         }
     }
 
