@@ -10,6 +10,12 @@
 # the resident memory of each proxy holding 10 000 idle keep-alive
 # connections.
 #
+# The proxies are measured in ROUNDS rounds, in turn (tripline, HAProxy,
+# nginx; the next round in the opposite order), each started fresh for its
+# turn and stopped after it, so that nothing of one runs beside another
+# and a drift of the shared machine during a run falls on all of them.
+# The report ends with tripline's ratio to HAProxy in each round.
+#
 # A benchmark, not a test: CI does not run it. Needs root (or sudo) the
 # first time, to install wrk, haproxy and nginx-light from Debian.
 #
@@ -24,6 +30,7 @@
 #   IDLE         idle connections for the memory figure, default 10000
 #   PROTECT      1 (default): route breaker, outlier detection and retry
 #                budget on; 0: tripline as a plain proxy (what they cost)
+#   ROUNDS       rounds of the proxies' measurements, default 3
 #   ONLY         space-separated subset of: direct tripline haproxy nginx idle
 #   CARGO_TARGET_DIR  where cargo builds (default: target/ of the workspace)
 set -euo pipefail
@@ -37,6 +44,7 @@ RUNTIME=${RUNTIME:-per-core}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 IDLE=${IDLE:-10000}
+ROUNDS=${ROUNDS:-3}
 ONLY=${ONLY:-direct tripline haproxy nginx idle}
 
 UPSTREAM_PORT=18080
@@ -110,7 +118,8 @@ to_ms() { # wrk's "1.23ms" / "456.00us" / "1.01s" → ms
 HZ=$(getconf CLK_TCK)
 ROWS=()
 
-measure() { # name port pids…
+declare -A RPS P99
+measure() { # name port pids…  (sets RPS[name] and P99[name])
     local name=$1 port=$2; shift 2
     local load=(taskset -c "$LOAD_CPUS" wrk -t2 -c"$CONNECTIONS")
     "${load[@]}" -d2s "http://127.0.0.1:$port/" >/dev/null
@@ -131,6 +140,8 @@ measure() { # name port pids…
     else
         cpu="–"
     fi
+    RPS[$name]=$rps
+    P99[$name]=$p99
     ROWS+=("| $name | $rps | $p50 | $p99 | $cpu | $errors |")
     echo "$name: $rps req/s, p50 $p50 ms, p99 $p99 ms, $cpu CPU s/1000 req, $errors errors" >&2
 }
@@ -187,16 +198,13 @@ $ROUTE_PROTECTION
 endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
 $CLUSTER_PROTECTION
 EOF
-if want tripline || want idle; then
+start_tripline() { # sets STARTED
     taskset -c "$PROXY_CPUS" "$TRIPLINE" proxy --config "$WORK/tripline.toml" \
-        --threads "$THREADS" --runtime "$RUNTIME" >"$WORK/tripline.log" 2>&1 &
-    TRIPLINE_PID=$!
-    PIDS+=("$TRIPLINE_PID")
+        --threads "$THREADS" --runtime "$RUNTIME" >>"$WORK/tripline.log" 2>&1 &
+    STARTED=$!
+    PIDS+=("$STARTED")
     wait_port $TRIPLINE_PORT
-    want tripline && measure "tripline ($RUNTIME, $THREADS thread$([[ $PROTECT == 1 ]] || echo ", unprotected"))" $TRIPLINE_PORT "$TRIPLINE_PID"
-    want idle && idle_memory tripline $TRIPLINE_PORT "$TRIPLINE_PID"
-    kill "$TRIPLINE_PID"
-fi
+}
 
 # --- HAProxy ---------------------------------------------------------------
 cat >"$WORK/haproxy.cfg" <<EOF
@@ -218,15 +226,12 @@ frontend bench
 backend upstream
     server up 127.0.0.1:$UPSTREAM_PORT
 EOF
-if want haproxy || want idle; then
-    taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
-    HAPROXY_PID=$!
-    PIDS+=("$HAPROXY_PID")
+start_haproxy() { # sets STARTED
+    taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >>"$WORK/haproxy.log" 2>&1 &
+    STARTED=$!
+    PIDS+=("$STARTED")
     wait_port $HAPROXY_PORT
-    want haproxy && measure "HAProxy ($THREADS thread)" $HAPROXY_PORT "$HAPROXY_PID"
-    want idle && idle_memory haproxy $HAPROXY_PORT "$HAPROXY_PID"
-    kill "$HAPROXY_PID"
-fi
+}
 
 # --- nginx -----------------------------------------------------------------
 mkdir -p "$WORK/nginx"
@@ -257,14 +262,48 @@ http {
     }
 }
 EOF
-if want nginx || want idle; then
-    taskset -c "$PROXY_CPUS" nginx -c "$WORK/nginx.conf" -g 'daemon off;' >"$WORK/nginx.log" 2>&1 &
-    NGINX_PID=$!
-    PIDS+=("$NGINX_PID")
+start_nginx() { # sets STARTED
+    taskset -c "$PROXY_CPUS" nginx -c "$WORK/nginx.conf" -g 'daemon off;' >>"$WORK/nginx.log" 2>&1 &
+    STARTED=$!
+    PIDS+=("$STARTED")
     wait_port $NGINX_PORT
-    want nginx && measure "nginx ($THREADS worker)" $NGINX_PORT "$NGINX_PID"
-    want idle && idle_memory nginx $NGINX_PORT "$NGINX_PID"
-    kill "$NGINX_PID"
+}
+
+stop() { # pid: stopped, and its port free for the next start
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+port_of() { # target
+    case $1 in tripline) echo $TRIPLINE_PORT ;; haproxy) echo $HAPROXY_PORT ;; nginx) echo $NGINX_PORT ;; esac
+}
+
+label_of() { # target round
+    case $1 in
+        tripline) echo "tripline ($RUNTIME, $THREADS thread$([[ $PROTECT == 1 ]] || echo ", unprotected")), round $2" ;;
+        haproxy) echo "HAProxy ($THREADS thread), round $2" ;;
+        nginx) echo "nginx ($THREADS worker), round $2" ;;
+    esac
+}
+
+# --- the rounds --------------------------------------------------------------
+for round in $(seq "$ROUNDS"); do
+    order=(tripline haproxy nginx)
+    ((round % 2)) || order=(nginx haproxy tripline)
+    for target in "${order[@]}"; do
+        want "$target" || continue
+        "start_$target"
+        measure "$(label_of "$target" "$round")" "$(port_of "$target")" "$STARTED"
+        stop "$STARTED"
+    done
+done
+
+if want idle; then
+    for target in tripline haproxy nginx; do
+        "start_$target"
+        idle_memory "$target" "$(port_of "$target")" "$STARTED"
+        stop "$STARTED"
+    done
 fi
 
 # --- report ----------------------------------------------------------------
@@ -274,6 +313,16 @@ echo
 echo "| target | req/s | p50 ms | p99 ms | proxy CPU s / 1 000 req | errors |"
 echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
+if want tripline && want haproxy; then
+    echo
+    echo "| round | tripline / HAProxy req/s | tripline / HAProxy p99 |"
+    echo "|---|---:|---:|"
+    for round in $(seq "$ROUNDS"); do
+        t=$(label_of tripline "$round") h=$(label_of haproxy "$round")
+        awk -v r="$round" -v tr="${RPS[$t]}" -v hr="${RPS[$h]}" -v tp="${P99[$t]}" -v hp="${P99[$h]}" \
+            'BEGIN {printf "| %d | %.2f× | %.2f× |\n", r, tr / hr, tp / hp}'
+    done
+fi
 if ((${#IDLE_ROWS[@]})); then
     echo
     echo "| proxy | RSS before MiB | RSS with the idle connections MiB | KiB per connection | connections held (of $IDLE) | descriptors open |"

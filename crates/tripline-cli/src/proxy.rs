@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use tripline::clock::EventLoopClock;
 use tripline_proxy::config::ProxyConfig;
 use tripline_proxy::{Proxy, Threading};
 
@@ -39,7 +40,12 @@ pub(crate) enum RuntimeKind {
 
 pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
     let config = ProxyConfig::load(&args.config).map_err(|e| CliError::input(e.to_string()))?;
-    let proxy = Proxy::try_new(config).map_err(|e| CliError::input(e.to_string()))?;
+    // The runtimes refresh the breakers' clock as they wake: no ticker
+    // thread preempting the serving threads a thousand times a second.
+    let proxy = Proxy::builder(config)
+        .clock(EventLoopClock)
+        .build()
+        .map_err(|e| CliError::input(e.to_string()))?;
     let threading = match args.runtime {
         RuntimeKind::MultiThread => Threading::MultiThread {
             threads: args.threads,

@@ -52,7 +52,9 @@ pub(crate) struct Inner {
 /// Builds a [`Proxy`], optionally on another clock.
 pub struct ProxyBuilder {
     config: ProxyConfig,
-    clock: SharedClock,
+    /// `None`: the production [`SharedClock::monotonic`], made only at
+    /// `build`, so that choosing another clock never starts its ticker.
+    clock: Option<SharedClock>,
     fault_seed: Option<u64>,
 }
 
@@ -62,8 +64,13 @@ impl ProxyBuilder {
     /// and ejections pass without waiting), and of runtime faults' TTLs.
     /// Timeouts and deadlines always run on the runtime's time: they bound
     /// real I/O.
+    ///
+    /// `tripline proxy` serves on an
+    /// [`EventLoopClock`](tripline::clock::EventLoopClock), which its
+    /// runtimes refresh ([`run_until`](Proxy::run_until) installs the hooks):
+    /// no ticker thread preempting the threads that serve.
     pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = clock.into();
+        self.clock = Some(clock.into());
         self
     }
 
@@ -78,6 +85,7 @@ impl ProxyBuilder {
     pub fn build(self) -> Result<Proxy, ConfigError> {
         let config = self.config;
         config.validate()?;
+        let clock = self.clock.unwrap_or_else(SharedClock::monotonic);
         let upstreams = crate::upstream::build(&config, |_| None)?;
         let acceptors = config
             .listeners
@@ -88,13 +96,13 @@ impl ProxyBuilder {
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let clusters = build_clusters(&config, &self.clock, |_| None)?;
-        let routes = build_routes(&config, &clusters, &upstreams, &self.clock)?;
+        let clusters = build_clusters(&config, &clock, |_| None)?;
+        let routes = build_routes(&config, &clusters, &upstreams, &clock)?;
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
-        let faults = Faults::new(&config, self.clock.clone(), dice);
+        let faults = Faults::new(&config, clock.clone(), dice);
         let access_log = AccessLog::new(&config.access_log);
         let admin = crate::admin::AdminState::build(&config)?;
-        let config_source = ConfigSource::build(&config, &self.clock);
+        let config_source = ConfigSource::build(&config, &clock);
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
             access_log.register(registry, prefix);
@@ -115,7 +123,7 @@ impl ProxyBuilder {
             inner: Arc::new(Inner {
                 config,
                 table: ArcSwap::from_pointee(table),
-                clock: self.clock,
+                clock,
                 reloading: Mutex::new(()),
                 acceptors,
                 metrics,
@@ -144,7 +152,7 @@ impl Proxy {
     pub fn builder(config: ProxyConfig) -> ProxyBuilder {
         ProxyBuilder {
             config,
-            clock: SharedClock::monotonic(),
+            clock: None,
             fault_seed: None,
         }
     }

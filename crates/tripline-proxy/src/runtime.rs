@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tripline::clock::EventLoopClock;
 
 use crate::proxy::Proxy;
 use crate::server::Drained;
@@ -107,7 +108,9 @@ impl Proxy {
                 if let Some(n) = threads {
                     builder.worker_threads(n.max(1));
                 }
+                self.refresh_clock_from(&mut builder);
                 builder.enable_all().build()?.block_on(async {
+                    self.spawn_clock_refresh();
                     let running = self.start().await?;
                     started(running.local_addrs(), running.admin_addr());
                     Ok(running.run_until(signal).await)
@@ -124,6 +127,24 @@ impl Proxy {
         started: impl FnOnce(&[SocketAddr], Option<SocketAddr>),
     ) -> io::Result<Drained> {
         self.run_until(threading, started, crate::server::shutdown_signal())
+    }
+
+    /// On an [`EventLoopClock`], makes the runtime's threads refresh it
+    /// each time they wake.
+    fn refresh_clock_from(&self, builder: &mut tokio::runtime::Builder) {
+        if self.inner.clock.is_event_loop() {
+            builder.on_thread_unpark(EventLoopClock::on_thread_unpark);
+        }
+    }
+
+    /// On an [`EventLoopClock`], refreshes it every millisecond on the
+    /// current runtime while it is too busy to wake (and marks the calling
+    /// thread as one whose loop refreshes it).
+    fn spawn_clock_refresh(&self) {
+        if self.inner.clock.is_event_loop() {
+            EventLoopClock::refresh();
+            tokio::spawn(EventLoopClock::refresh_every_tick());
+        }
     }
 
     fn run_per_core(
@@ -189,10 +210,9 @@ fn serve_on_this_thread(
     ready: &std::sync::mpsc::Sender<Bound>,
     mut stopped: watch::Receiver<bool>,
 ) -> Drained {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    proxy.refresh_clock_from(&mut builder);
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -200,6 +220,7 @@ fn serve_on_this_thread(
         }
     };
     runtime.block_on(async {
+        proxy.spawn_clock_refresh();
         let running = match proxy.start_with(binding).await {
             Ok(running) => running,
             Err(e) => {

@@ -14,6 +14,10 @@
 //!   at most the resolution plus the ticker thread's scheduling delay.
 //! * [`PreciseClock`] — reads `Instant::now()` on every call, for callers that
 //!   need sub-millisecond slow-call timing and can pay for it.
+//! * [`EventLoopClock`] — the same cached tick without the ticker thread:
+//!   the event loops that read it refresh it when they wake and every
+//!   millisecond while busy (on a tokio runtime, two hooks); threads that
+//!   run no such loop read the real clock.
 //! * [`ManualClock`] — moved only by `advance` and `set`; clones share one
 //!   time. Tests, the simulator and the benches use it.
 //!
@@ -23,10 +27,12 @@
 
 #[cfg(feature = "serde")]
 pub mod duration_serde;
+mod event_loop;
 mod human;
 #[cfg(feature = "serde")]
 pub(crate) mod rfc3339;
 
+pub use event_loop::EventLoopClock;
 pub use human::HumanDuration;
 
 use std::fmt;
@@ -340,6 +346,7 @@ pub struct SharedClock(ClockKind);
 enum ClockKind {
     Monotonic,
     Precise,
+    EventLoop,
     Manual(ManualClock),
     /// Boxed behind a thin `Arc`: a fat one would make every holder of a
     /// clock (each of a million keyed breakers) 8 bytes larger for a kind
@@ -357,6 +364,12 @@ impl SharedClock {
     /// Wraps a user-supplied clock.
     pub fn custom(clock: impl Clock) -> Self {
         SharedClock(ClockKind::Custom(Arc::new(Box::new(clock))))
+    }
+
+    /// Whether this is an [`EventLoopClock`]: a runtime serving with it
+    /// installs its refresh hooks, one serving with another clock need not.
+    pub fn is_event_loop(&self) -> bool {
+        matches!(self.0, ClockKind::EventLoop)
     }
 
     /// The manual clock behind this one, if it is one (the simulator and
@@ -386,6 +399,7 @@ impl Clock for SharedClock {
         match &self.0 {
             ClockKind::Manual(m) => m.now(),
             ClockKind::Precise => PreciseClock.now(),
+            ClockKind::EventLoop => EventLoopClock.now(),
             ClockKind::Custom(c) => c.now(),
             ClockKind::Monotonic => MonotonicClock.now(),
         }
@@ -396,6 +410,7 @@ impl Clock for SharedClock {
             ClockKind::Monotonic => MonotonicClock.resolution(),
             ClockKind::Manual(m) => m.resolution(),
             ClockKind::Precise => PreciseClock.resolution(),
+            ClockKind::EventLoop => EventLoopClock.resolution(),
             ClockKind::Custom(c) => c.resolution(),
         }
     }
@@ -413,6 +428,12 @@ impl From<PreciseClock> for SharedClock {
     }
 }
 
+impl From<EventLoopClock> for SharedClock {
+    fn from(_: EventLoopClock) -> Self {
+        SharedClock(ClockKind::EventLoop)
+    }
+}
+
 impl From<ManualClock> for SharedClock {
     fn from(m: ManualClock) -> Self {
         SharedClock(ClockKind::Manual(m))
@@ -424,6 +445,7 @@ impl fmt::Debug for SharedClock {
         match &self.0 {
             ClockKind::Monotonic => f.write_str("MonotonicClock"),
             ClockKind::Precise => f.write_str("PreciseClock"),
+            ClockKind::EventLoop => f.write_str("EventLoopClock"),
             ClockKind::Manual(m) => m.fmt(f),
             ClockKind::Custom(_) => f.write_str("CustomClock"),
         }

@@ -1,0 +1,144 @@
+//! [`EventLoopClock`]: the cached tick of [`MonotonicClock`](super::MonotonicClock)
+//! without its ticker thread, for programs that run on event loops.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{Clock, Timestamp, precise_now};
+
+/// A clock whose cached tick is refreshed by the event loops that read it,
+/// not by a thread of its own.
+///
+/// [`MonotonicClock`](super::MonotonicClock) keeps its reading cheap with a
+/// ticker thread that wakes every millisecond. On a busy server that thread
+/// preempts the thread serving requests a thousand times a second (on a
+/// proxy pinned to one core, three context switches in four were the
+/// ticker's). An event loop wakes anyway: this clock lets it do the
+/// refreshing instead.
+///
+/// * A thread whose loop calls [`refresh`](Self::refresh) each time it
+///   wakes, and at least every [`RESOLUTION`](Self::RESOLUTION) while it is
+///   busy, reads the cached tick: one relaxed load and a thread-local flag.
+///   [`refresh_every_tick`](Self::refresh_every_tick) and
+///   [`on_thread_unpark`](Self::on_thread_unpark) do both on a tokio
+///   runtime.
+/// * Any other thread reads the real clock (~27 ns on a KVM guest), so a
+///   reading is never stale there, whoever forgot to refresh.
+///
+/// Readings never go backwards, across threads too: a real reading raises
+/// the cached tick to itself. On a loop thread they lag real time by at most
+/// the resolution plus the loop's delay in running its refresh — so a
+/// loop thread must not time a call it *blocks* in (the reading after it
+/// would be the one before); awaited calls are timed correctly.
+/// Timestamps share the epoch of the other production clocks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EventLoopClock;
+
+/// The tick the loops refresh, in nanoseconds since the epoch; 0 before the
+/// first refresh.
+static LOOP_TICK: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Whether this thread's loop refreshes the tick (it has refreshed once).
+    static REFRESHES: Cell<bool> = const { Cell::new(false) };
+}
+
+impl EventLoopClock {
+    /// How often a busy loop refreshes the tick.
+    pub const RESOLUTION: Duration = Duration::from_millis(1);
+
+    /// Raises the tick to the real time and marks the calling thread as one
+    /// whose loop refreshes it: from now on its readings are the cached
+    /// tick. Called by the loop when it wakes and every
+    /// [`RESOLUTION`](Self::RESOLUTION) while busy.
+    pub fn refresh() {
+        REFRESHES.set(true);
+        LOOP_TICK.fetch_max(precise_now().as_nanos(), Ordering::Release);
+    }
+
+    /// The tokio runtime hook: pass it to
+    /// `Builder::on_thread_unpark`, so that a worker refreshes the tick each
+    /// time it wakes from waiting for events.
+    pub fn on_thread_unpark() {
+        Self::refresh();
+    }
+
+    /// Refreshes the tick every [`RESOLUTION`](Self::RESOLUTION) for as long
+    /// as it is polled: spawn it once on each runtime whose threads read the
+    /// clock, so that the tick moves while they are too busy to wait for
+    /// events. A tick missed while the runtime was blocked is skipped, not
+    /// caught up.
+    #[cfg(feature = "tokio")]
+    pub async fn refresh_every_tick() {
+        let mut tick = tokio::time::interval(Self::RESOLUTION);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            Self::refresh();
+        }
+    }
+}
+
+impl Clock for EventLoopClock {
+    #[inline]
+    fn now(&self) -> Timestamp {
+        if REFRESHES.get() {
+            return Timestamp::from_nanos(LOOP_TICK.load(Ordering::Relaxed));
+        }
+        real_reading()
+    }
+
+    fn resolution(&self) -> Duration {
+        Self::RESOLUTION
+    }
+}
+
+/// The real time, and the cached tick raised to it: readings on loop
+/// threads after this one are not earlier.
+#[cold]
+fn real_reading() -> Timestamp {
+    let now = precise_now().as_nanos();
+    Timestamp::from_nanos(LOOP_TICK.fetch_max(now, Ordering::AcqRel).max(now))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::{PreciseClock, SharedClock};
+
+    #[test]
+    fn a_thread_that_never_refreshed_reads_the_real_clock_and_raises_the_tick() {
+        let reading = std::thread::spawn(|| EventLoopClock.now()).join().unwrap();
+        assert!(reading > Timestamp::ZERO);
+        assert!(LOOP_TICK.load(Ordering::Acquire) >= reading.as_nanos());
+    }
+
+    #[test]
+    fn a_loop_thread_reads_the_tick_its_refresh_raised_to_the_real_time() {
+        std::thread::spawn(|| {
+            let before = EventLoopClock.now();
+            let real = PreciseClock.now();
+            EventLoopClock::refresh();
+            let cached = EventLoopClock.now();
+            assert!(cached >= before, "never backwards");
+            assert!(cached >= real, "a refresh raises the tick to the real time");
+            for _ in 0..1000 {
+                let reading = EventLoopClock.now();
+                assert!(reading >= cached);
+                assert!(reading <= PreciseClock.now(), "never ahead of real time");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_shared_clock_dispatches_to_it() {
+        let clock = SharedClock::from(EventLoopClock);
+        assert!(clock.now() > Timestamp::ZERO);
+        assert_eq!(clock.resolution(), EventLoopClock::RESOLUTION);
+        assert!(clock.is_event_loop());
+        assert!(!SharedClock::from(PreciseClock).is_event_loop());
+    }
+}
