@@ -14,6 +14,9 @@
 #   ./benches/proxy/instructions.sh             (REQUESTS=2000 PROTECT=1)
 #   DUMP=/tmp/proxy.callgrind ./benches/proxy/instructions.sh
 #                                   (keeps the dump: callgrind_annotate it)
+#   PROXY=haproxy ./benches/proxy/instructions.sh
+#                                   (the same count for HAProxy, one thread,
+#                                    configured as in benches/proxy/run.sh)
 #
 # A benchmark, not a test: CI does not run it. Needs valgrind and curl
 # (Debian packages valgrind, curl).
@@ -49,11 +52,35 @@ endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
 $CLUSTER_PROTECTION
 EOF
 
+cat >"$WORK/haproxy.cfg" <<EOF
+global
+    nbthread 1
+
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 300s
+    timeout server 30s
+    timeout http-keep-alive 300s
+
+frontend bench
+    bind 127.0.0.1:$PROXY_PORT
+    default_backend upstream
+
+backend upstream
+    server up 127.0.0.1:$UPSTREAM_PORT
+EOF
+
 # One runtime thread: callgrind serialises threads anyway, and one keeps
 # the count free of work-stealing noise.
+if [[ ${PROXY:-tripline} == haproxy ]]; then
+    command -v haproxy >/dev/null || { echo "needs haproxy (Debian package haproxy)" >&2; exit 1; }
+    measured=(haproxy -db -f "$WORK/haproxy.cfg")
+else
+    measured=("$TARGET/release/tripline" proxy --config "$WORK/proxy.toml" --threads 1)
+fi
 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out.%p" \
-    "$TARGET/release/tripline" proxy --config "$WORK/proxy.toml" --threads 1 \
-    >"$WORK/proxy.log" 2>&1 &
+    "${measured[@]}" >"$WORK/proxy.log" 2>&1 &
 PROXY=$!
 PIDS+=("$PROXY")
 wait_answer $PROXY_PORT
