@@ -3,7 +3,9 @@
 //! breaker, and the signal drains them all.
 
 use std::sync::mpsc;
+use std::time::Duration;
 
+use tripline::clock::EventLoopClock;
 use tripline_proxy::config::ProxyConfig;
 use tripline_proxy::{Proxy, Threading};
 
@@ -45,4 +47,66 @@ async fn per_core_runtimes_share_the_port_and_the_protection_then_drain() {
         .unwrap()
         .unwrap();
     assert!(drained.complete);
+}
+
+/// `tripline proxy` serves on an `EventLoopClock`, which its runtimes
+/// refresh: an open breaker must see its open duration pass. (The wait is
+/// real, and short: the clock under test follows the real clock.)
+#[tokio::test]
+async fn on_the_runtime_refreshed_clock_an_open_breaker_lets_a_probe_through_once_its_time_is_up() {
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = answered.clone();
+    let upstream =
+        Upstream::start(
+            move |_| match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0..3 => respond(500, "down"),
+                _ => respond(200, "back"),
+            },
+        )
+        .await;
+    let text = config(
+        &[upstream.addr],
+        "breaker = { window = { kind = \"count\", size = 10 }, minimum_calls = 3, \
+         failure_rate_threshold = 0.5, open_duration = \"50ms\" }",
+        "",
+    );
+    let proxy = Proxy::builder(ProxyConfig::from_toml(&text).unwrap())
+        .clock(EventLoopClock)
+        .build()
+        .unwrap();
+    let (addrs_tx, addrs) = mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = proxy.clone();
+    let thread = std::thread::spawn(move || {
+        serving.run_until(
+            Threading::PerCore { threads: 1 },
+            |addrs, _| addrs_tx.send(addrs.to_vec()).unwrap(),
+            async move {
+                let _ = stopped.await;
+            },
+        )
+    });
+    let addr = addrs.recv_timeout(BOUND).expect("the proxy binds")[0];
+    for _ in 0..3 {
+        assert_eq!(get(addr, "/").await.status, 500);
+    }
+    let refused = get(addr, "/").await;
+    assert_eq!(
+        refused.status, 503,
+        "three failures of three open the breaker"
+    );
+    assert_eq!(refused.header("x-tripline-rejected"), Some("circuit_open"));
+
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let probe = get(addr, "/").await;
+    assert_eq!(
+        probe.status, 200,
+        "the open duration passed on the proxy's clock"
+    );
+    assert_eq!(upstream.hits(), 4);
+    stop.send(()).unwrap();
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
 }
