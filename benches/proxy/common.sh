@@ -51,3 +51,29 @@ if [[ $PROTECT == 1 ]]; then
 retry = { attempts = 2, budget = { ratio = 0.2 } }'
     CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
 fi
+
+# HAProxy as the benchmarks measure it: `mode http`, keep-alive to the
+# upstream, nothing else.
+haproxy_config() { # file listen_port upstream_port threads [maxconn]
+    {
+        echo "global"
+        echo "    nbthread $4"
+        [[ -n ${5:-} ]] && echo "    maxconn $5"
+        cat <<EOF
+
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 300s
+    timeout server 30s
+    timeout http-keep-alive 300s
+
+frontend bench
+    bind 127.0.0.1:$2
+    default_backend upstream
+
+backend upstream
+    server up 127.0.0.1:$3
+EOF
+    } >"$1"
+}

@@ -52,24 +52,7 @@ endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
 $CLUSTER_PROTECTION
 EOF
 
-cat >"$WORK/haproxy.cfg" <<EOF
-global
-    nbthread 1
-
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 300s
-    timeout server 30s
-    timeout http-keep-alive 300s
-
-frontend bench
-    bind 127.0.0.1:$PROXY_PORT
-    default_backend upstream
-
-backend upstream
-    server up 127.0.0.1:$UPSTREAM_PORT
-EOF
+haproxy_config "$WORK/haproxy.cfg" "$PROXY_PORT" "$UPSTREAM_PORT" 1
 
 # One runtime thread: callgrind serialises threads anyway, and one keeps
 # the count free of work-stealing noise.

@@ -207,25 +207,7 @@ start_tripline() { # sets STARTED
 }
 
 # --- HAProxy ---------------------------------------------------------------
-cat >"$WORK/haproxy.cfg" <<EOF
-global
-    nbthread $THREADS
-    maxconn $HAPROXY_MAXCONN
-
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 300s
-    timeout server 30s
-    timeout http-keep-alive 300s
-
-frontend bench
-    bind 127.0.0.1:$HAPROXY_PORT
-    default_backend upstream
-
-backend upstream
-    server up 127.0.0.1:$UPSTREAM_PORT
-EOF
+haproxy_config "$WORK/haproxy.cfg" "$HAPROXY_PORT" "$UPSTREAM_PORT" "$THREADS" "$HAPROXY_MAXCONN"
 start_haproxy() { # sets STARTED
     taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >>"$WORK/haproxy.log" 2>&1 &
     STARTED=$!

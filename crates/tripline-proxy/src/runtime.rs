@@ -133,16 +133,15 @@ impl Proxy {
     /// each time they wake.
     fn refresh_clock_from(&self, builder: &mut tokio::runtime::Builder) {
         if self.inner.clock.is_event_loop() {
-            builder.on_thread_unpark(EventLoopClock::on_thread_unpark);
+            builder.on_thread_unpark(EventLoopClock::refresh);
         }
     }
 
     /// On an [`EventLoopClock`], refreshes it every millisecond on the
-    /// current runtime while it is too busy to wake (and marks the calling
-    /// thread as one whose loop refreshes it).
+    /// current runtime while it is too busy to wait for events. (A thread
+    /// reads the real clock until its loop first refreshes the tick.)
     fn spawn_clock_refresh(&self) {
         if self.inner.clock.is_event_loop() {
-            EventLoopClock::refresh();
             tokio::spawn(EventLoopClock::refresh_every_tick());
         }
     }

@@ -18,7 +18,7 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
-        .on_thread_unpark(EventLoopClock::on_thread_unpark)
+        .on_thread_unpark(EventLoopClock::refresh)
         .build()
         .expect("runtime")
 }

@@ -2,14 +2,52 @@
 //! with SO_REUSEPORT: every runtime serves, they share the route's
 //! breaker, and the signal drains them all.
 
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use tripline::clock::EventLoopClock;
 use tripline_proxy::config::ProxyConfig;
-use tripline_proxy::{Proxy, Threading};
+use tripline_proxy::{Drained, Proxy, Threading};
 
 use crate::support::*;
+
+/// The proxy served by `Proxy::run_until` on per-core runtimes, on a
+/// thread of its own, as `tripline proxy` serves it.
+struct PerCore {
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<std::io::Result<Drained>>,
+}
+
+impl PerCore {
+    /// Serves `proxy` on `threads` runtimes: its first listener's address.
+    fn serve(proxy: &Proxy, threads: usize) -> (SocketAddr, PerCore) {
+        let (addrs_tx, addrs) = mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = proxy.clone();
+        let thread = std::thread::spawn(move || {
+            serving.run_until(
+                Threading::PerCore { threads },
+                |addrs, _| addrs_tx.send(addrs.to_vec()).unwrap(),
+                async move {
+                    let _ = stopped.await;
+                },
+            )
+        });
+        let addr = addrs.recv_timeout(BOUND).expect("the proxy binds")[0];
+        (addr, PerCore { stop, thread })
+    }
+
+    /// Signals the proxy and waits for its drain.
+    async fn stop(self) -> Drained {
+        self.stop.send(()).unwrap();
+        let thread = self.thread;
+        tokio::task::spawn_blocking(move || thread.join().unwrap())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+}
 
 #[tokio::test]
 async fn per_core_runtimes_share_the_port_and_the_protection_then_drain() {
@@ -20,19 +58,7 @@ async fn per_core_runtimes_share_the_port_and_the_protection_then_drain() {
         "",
     );
     let proxy = Proxy::try_new(ProxyConfig::from_toml(&text).unwrap()).unwrap();
-    let (addrs_tx, addrs) = mpsc::channel();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = proxy.clone();
-    let thread = std::thread::spawn(move || {
-        serving.run_until(
-            Threading::PerCore { threads: 2 },
-            |addrs, _| addrs_tx.send(addrs.to_vec()).unwrap(),
-            async move {
-                let _ = stopped.await;
-            },
-        )
-    });
-    let addr = addrs.recv_timeout(BOUND).expect("the proxy binds")[0];
+    let (addr, serving) = PerCore::serve(&proxy, 2);
     // Separate connections: the kernel spreads them over both listeners.
     for _ in 0..20 {
         assert_eq!(get(addr, "/").await.status, 200);
@@ -41,12 +67,7 @@ async fn per_core_runtimes_share_the_port_and_the_protection_then_drain() {
     // One breaker saw every call, whichever runtime served it.
     let calls = proxy.route_breaker("api").unwrap().metrics().calls;
     assert_eq!(calls.successful, 20, "{calls:?}");
-    stop.send(()).unwrap();
-    let drained = tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(drained.complete);
+    assert!(serving.stop().await.complete);
 }
 
 /// `tripline proxy` serves on an `EventLoopClock`, which its runtimes
@@ -54,16 +75,14 @@ async fn per_core_runtimes_share_the_port_and_the_protection_then_drain() {
 /// real, and short: the clock under test follows the real clock.)
 #[tokio::test]
 async fn on_the_runtime_refreshed_clock_an_open_breaker_lets_a_probe_through_once_its_time_is_up() {
-    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = answered.clone();
-    let upstream =
-        Upstream::start(
-            move |_| match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
-                0..3 => respond(500, "down"),
-                _ => respond(200, "back"),
-            },
-        )
-        .await;
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let upstream = Upstream::start(move |_| {
+        match answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0..3 => respond(500, "down"),
+            _ => respond(200, "back"),
+        }
+    })
+    .await;
     let text = config(
         &[upstream.addr],
         "breaker = { window = { kind = \"count\", size = 10 }, minimum_calls = 3, \
@@ -74,19 +93,7 @@ async fn on_the_runtime_refreshed_clock_an_open_breaker_lets_a_probe_through_onc
         .clock(EventLoopClock)
         .build()
         .unwrap();
-    let (addrs_tx, addrs) = mpsc::channel();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = proxy.clone();
-    let thread = std::thread::spawn(move || {
-        serving.run_until(
-            Threading::PerCore { threads: 1 },
-            |addrs, _| addrs_tx.send(addrs.to_vec()).unwrap(),
-            async move {
-                let _ = stopped.await;
-            },
-        )
-    });
-    let addr = addrs.recv_timeout(BOUND).expect("the proxy binds")[0];
+    let (addr, serving) = PerCore::serve(&proxy, 1);
     for _ in 0..3 {
         assert_eq!(get(addr, "/").await.status, 500);
     }
@@ -104,9 +111,5 @@ async fn on_the_runtime_refreshed_clock_an_open_breaker_lets_a_probe_through_onc
         "the open duration passed on the proxy's clock"
     );
     assert_eq!(upstream.hits(), 4);
-    stop.send(()).unwrap();
-    tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    serving.stop().await;
 }
