@@ -34,3 +34,12 @@ pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
 pub fn empty() -> ProxyBody {
     Empty::new().map_err(|never| match never {}).boxed()
 }
+
+/// Any body of bytes (hyper's `Incoming`, a wrapper) as a [`ProxyBody`].
+pub(crate) fn boxed<B>(body: B) -> ProxyBody
+where
+    B: http_body::Body<Data = Bytes> + Send + Sync + 'static,
+    B::Error: Into<BoxError>,
+{
+    body.map_err(Into::into).boxed()
+}

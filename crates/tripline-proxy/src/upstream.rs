@@ -16,7 +16,6 @@ use std::sync::{Arc, RwLock};
 use http::request::Parts;
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, header};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, ResolveServerName};
 use hyper_util::client::legacy::Client;
@@ -151,7 +150,7 @@ impl Upstream {
         address: &str,
         request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
-        let boxed = |r: Response<Incoming>| r.map(|b| b.map_err(Into::into).boxed());
+        let boxed = |r: Response<Incoming>| r.map(crate::body::boxed);
         match self {
             Upstream::Http1(pool) => pool.send(address, request).await,
             Upstream::H2c(client) => Ok(boxed(client.request(request).await?)),

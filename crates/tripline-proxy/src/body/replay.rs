@@ -50,7 +50,7 @@ where
 {
     let hint = body.size_hint();
     if hint.lower() > limit as u64 {
-        return Ok(RequestBody::Once(Some(body.map_err(Into::into).boxed())));
+        return Ok(RequestBody::Once(Some(super::boxed(body))));
     }
     let mut kept = BytesMut::new();
     let mut seen = VecDeque::new();
@@ -83,7 +83,7 @@ where
     RequestBody::Once(Some(
         Prefixed {
             prefix: seen,
-            rest: rest.map_err(Into::into).boxed(),
+            rest: super::boxed(rest),
         }
         .boxed(),
     ))

@@ -80,7 +80,7 @@ use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::server::h1_fast::{self, FastEnd};
-use crate::server::{CUT, DRAINING, reached};
+use crate::server::{CUT, DRAINING, LevelMoves, reached};
 use crate::smuggling::Guarded;
 
 /// How long an HTTP/1 connection stays idle in hyper before it is parked:
@@ -246,17 +246,7 @@ fn service(
                 inner.metrics.observe(None, &response);
                 response
             } else {
-                handle(
-                    &inner,
-                    req.map(|b| {
-                        http_body_util::BodyExt::boxed(http_body_util::BodyExt::map_err(
-                            b,
-                            Into::into,
-                        ))
-                    }),
-                    peer,
-                )
-                .await
+                handle(&inner, req.map(crate::body::boxed), peer).await
             };
             Ok(response.map(|body| Answer {
                 body,
@@ -299,7 +289,8 @@ pub(crate) async fn serve<S: Park>(
     };
     let activity = Arc::new(Activity::default());
     let gauge = inner.metrics.parked.clone();
-    let fast = (inner.clone(), peer.clone());
+    // The service takes its own; the bodiless loop borrows these.
+    let (fast_inner, fast_peer) = (inner.clone(), peer.clone());
     let service = service(inner, peer, conflict, activity.clone());
     if h2 {
         let io = TokioIo::new(Replay::new(first, io, activity.clone()));
@@ -323,8 +314,8 @@ pub(crate) async fn serve<S: Park>(
             settings: &settings,
             activity: &activity,
             gauge: &gauge,
-            inner: &fast.0,
-            peer: &fast.1,
+            inner: &fast_inner,
+            peer: &fast_peer,
         };
         serve_http1(io, first, service, &http1, &mut stop).await;
     }
@@ -536,12 +527,7 @@ where
 {
     let mut tick = std::pin::pin!(tokio::time::sleep(PARK_GRACE));
     let mut cut_rx = stop.clone();
-    // Tells whether the shutdown level moved since the two waits below
-    // were last polled: they are polled once (to register this task's
-    // waker, which stays the same) and then only when it moved, not on
-    // every wake-up of a busy connection (two watch waits re-polled cost
-    // ~400 instructions each, twice a request).
-    let mut level = stop.clone();
+    let mut moves = LevelMoves::new(stop);
     let mut cut = std::pin::pin!(reached(&mut cut_rx, CUT));
     let mut drain = std::pin::pin!(reached(stop, DRAINING));
     let mut seen = activity.sample();
@@ -549,11 +535,8 @@ where
     let first_request = seen.1;
     let mut parking: Option<Instant> = None;
     let mut draining = false;
-    let mut registered = false;
     poll_fn(|cx| {
-        if !registered || level.has_changed().unwrap_or(true) {
-            registered = true;
-            level.borrow_and_update();
+        if moves.moved() {
             if cut.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Ended::Dropped);
             }

@@ -31,6 +31,7 @@
 //! in-flight one dropped at the cut.
 
 use std::future::{Future, poll_fn};
+use std::io::Write as _;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -50,7 +51,7 @@ use crate::body::{ProxyBody, empty};
 use crate::forward::{Downstream, handle};
 use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
 use crate::proxy::Inner;
-use crate::server::{CUT, DRAINING, reached};
+use crate::server::{CUT, LevelMoves, reached};
 use crate::smuggling::Guarded;
 
 /// The largest request head served here; a larger one goes to hyper,
@@ -111,9 +112,8 @@ where
     } = *with;
     let mut cut_rx = stop.clone();
     let mut shutdown = Shutdown {
-        level: stop.clone(),
+        moves: LevelMoves::new(stop),
         cut: std::pin::pin!(reached(&mut cut_rx, CUT)),
-        registered: false,
     };
     let mut buf = BytesMut::with_capacity(first.len().max(4096));
     buf.extend_from_slice(&first);
@@ -218,13 +218,10 @@ async fn between_requests<S: AsyncRead + Unpin>(
     .await
 }
 
-/// The proxy's shutdown level, watched without re-polling a `watch` wait
-/// on every wake-up (~400 instructions each): the cut is polled once to
-/// register the task's waker, then only when the level moved.
+/// The proxy's cut, polled only when the shutdown level moved.
 struct Shutdown<F> {
-    level: watch::Receiver<u8>,
+    moves: LevelMoves,
     cut: Pin<F>,
-    registered: bool,
 }
 
 impl<F, C> Shutdown<F>
@@ -237,12 +234,8 @@ where
     /// kilobytes, and each move of it is a `memcpy`.
     async fn unless_cut<T>(&mut self, mut fut: Pin<&mut impl Future<Output = T>>) -> Option<T> {
         poll_fn(|cx| {
-            if !self.registered || self.level.has_changed().unwrap_or(true) {
-                self.registered = true;
-                self.level.borrow_and_update();
-                if self.cut.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(None);
-                }
+            if self.moves.moved() && self.cut.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
             }
             fut.as_mut().poll(cx).map(Some)
         })
@@ -251,7 +244,7 @@ where
 
     /// Whether the drain has begun: new requests are refused.
     fn draining(&self) -> bool {
-        *self.level.borrow() >= DRAINING
+        self.moves.draining()
     }
 }
 
@@ -367,7 +360,11 @@ async fn write_answer<S: AsyncWrite + Unpin>(
         (true, ..) => Some(0),
         (false, Some(n), _) => Some(n),
         (false, None, Some(n)) => {
-            line(out, b"content-length", itoa(n, &mut [0; 20]));
+            line(
+                out,
+                b"content-length",
+                itoa::Buffer::new().format(n).as_bytes(),
+            );
             Some(n)
         }
         (false, None, None) => {
@@ -393,7 +390,8 @@ async fn write_answer<S: AsyncWrite + Unpin>(
         }
         sent += data.len() as u64;
         if length.is_none() {
-            out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+            // A `Vec` takes formatted writes without failing.
+            let _ = write!(out, "{:x}\r\n", data.len());
         }
         if out.len() + data.len() <= COALESCE {
             out.extend_from_slice(&data);
@@ -426,19 +424,6 @@ fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
-}
-
-/// `n` in decimal, written into `room`.
-fn itoa(mut n: u64, room: &mut [u8; 20]) -> &[u8] {
-    let mut at = room.len();
-    loop {
-        at -= 1;
-        room[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &room[at..];
-        }
-    }
 }
 
 /// The `date` header's value, formatted once per second per thread.

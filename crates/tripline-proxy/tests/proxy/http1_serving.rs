@@ -67,6 +67,13 @@ fn split_answers(text: &str, heads: &[usize]) -> Vec<String> {
     out
 }
 
+/// A connection to the proxy that has sent `bytes`.
+async fn connect_sending(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    stream
+}
+
 async fn proxy_to_echo() -> (tripline_proxy::Running, SocketAddr) {
     // Answers `<path>:<the request's content-length>`.
     let upstream = Upstream::start(|req| {
@@ -86,11 +93,7 @@ async fn proxy_to_echo() -> (tripline_proxy::Running, SocketAddr) {
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order_on_one_connection() {
     let (running, addr) = proxy_to_echo().await;
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\nconnection: keep-alive\r\n\r\nHEAD /c HTTP/1.1\r\nhost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = connect_sending(addr, b"GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\nconnection: keep-alive\r\n\r\nHEAD /c HTTP/1.1\r\nhost: x\r\n\r\n").await;
     let got = answers(&mut stream, 3, &[2]).await;
     assert!(
         got[0].starts_with("HTTP/1.1 200 OK\r\n") && got[0].ends_with("/a:0"),
@@ -115,11 +118,7 @@ async fn pipelined_requests_are_answered_in_order_on_one_connection() {
 #[tokio::test]
 async fn requests_with_and_without_a_body_share_a_connection() {
     let (running, addr) = proxy_to_echo().await;
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /first HTTP/1.1\r\nhost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = connect_sending(addr, b"GET /first HTTP/1.1\r\nhost: x\r\n\r\n").await;
     assert!(answers(&mut stream, 1, &[]).await[0].ends_with("/first:0"));
     stream
         .write_all(b"POST /body HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello")
@@ -152,11 +151,7 @@ async fn an_answer_of_unknown_length_reaches_the_client_chunked() {
     })
     .await;
     let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream], "", "")).await;
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = connect_sending(addr, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await;
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
     tokio::time::timeout(BOUND, async {
