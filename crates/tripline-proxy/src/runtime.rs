@@ -130,10 +130,13 @@ impl Proxy {
     }
 
     /// On an [`EventLoopClock`], makes the runtime's threads refresh it
-    /// each time they wake.
+    /// each time they wake, and say when they wait (so that the refreshing
+    /// task lets an idle runtime sleep).
     fn refresh_clock_from(&self, builder: &mut tokio::runtime::Builder) {
         if self.inner.clock.is_event_loop() {
-            builder.on_thread_unpark(EventLoopClock::refresh);
+            builder
+                .on_thread_park(EventLoopClock::before_wait)
+                .on_thread_unpark(EventLoopClock::refresh);
         }
     }
 

@@ -21,7 +21,10 @@ use super::{Clock, Timestamp, precise_now};
 ///   wakes, and at least every [`RESOLUTION`](Self::RESOLUTION) while it is
 ///   busy, reads the cached tick: one relaxed load and a thread-local flag.
 ///   On a tokio runtime: `Builder::on_thread_unpark(EventLoopClock::refresh)`
-///   and one [`refresh_every_tick`](Self::refresh_every_tick) task.
+///   and one [`refresh_every_tick`](Self::refresh_every_tick) task; with
+///   `Builder::on_thread_park(EventLoopClock::before_wait)` too, an idle
+///   current-thread runtime is left asleep instead of being woken every
+///   millisecond.
 /// * Any other thread reads the real clock (~27 ns on a KVM guest), so a
 ///   reading is never stale there, whoever forgot to refresh.
 ///
@@ -41,6 +44,12 @@ static LOOP_TICK: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// Whether this thread's loop refreshes the tick (it has refreshed once).
     static REFRESHES: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread waited for events since the refreshing task's
+    /// last tick ([`EventLoopClock::before_wait`]).
+    static WAITED: Cell<bool> = const { Cell::new(false) };
+    /// The backed-off refreshing task of this thread, woken by the next
+    /// refresh.
+    static WAKE_ON_REFRESH: Cell<Option<std::task::Waker>> = const { Cell::new(None) };
 }
 
 impl EventLoopClock {
@@ -51,10 +60,25 @@ impl EventLoopClock {
     /// whose loop refreshes it: from now on its readings are the cached
     /// tick. Called by the loop when it wakes (on tokio, pass it to
     /// `Builder::on_thread_unpark`) and every
-    /// [`RESOLUTION`](Self::RESOLUTION) while busy.
+    /// [`RESOLUTION`](Self::RESOLUTION) while busy. A wake-up also brings
+    /// this thread's backed-off refreshing task back to full rate.
     pub fn refresh() {
         REFRESHES.set(true);
         LOOP_TICK.fetch_max(precise_now().as_nanos(), Ordering::Release);
+        if let Some(waker) = WAKE_ON_REFRESH.take() {
+            waker.wake();
+        }
+    }
+
+    /// Marks the calling loop thread as about to wait for events: pass it
+    /// to tokio's `Builder::on_thread_park`, beside
+    /// [`refresh`](Self::refresh) on unpark, so that
+    /// [`refresh_every_tick`](Self::refresh_every_tick) can tell an idle
+    /// runtime from a busy one and stop waking the idle one every
+    /// millisecond. Without it the refreshing task ticks at the full rate
+    /// whether the runtime is busy or not.
+    pub fn before_wait() {
+        WAITED.set(true);
     }
 
     /// Refreshes the tick every [`RESOLUTION`](Self::RESOLUTION) for as long
@@ -62,13 +86,136 @@ impl EventLoopClock {
     /// clock, so that the tick moves while they are too busy to wait for
     /// events. A tick missed while the runtime was blocked is skipped, not
     /// caught up.
+    ///
+    /// On a current-thread runtime whose thread also runs
+    /// [`before_wait`](Self::before_wait) when it parks, an idle runtime is
+    /// not woken every millisecond: while the ticks find that the thread
+    /// waited for events since the one before, each comes twice as late as
+    /// the last, up to [`IDLE_TICK`](Self::IDLE_TICK). That is safe because
+    /// a runtime only turns busy by waking, and the wake-up's
+    /// [`refresh`](Self::refresh) brings the next tick back within the
+    /// resolution; a tick through which the thread stayed busy ends the
+    /// backing off. A busy runtime keeps the full rate: its readings lag by
+    /// at most the resolution (twice it, once, when the runtime woke into a
+    /// busy stretch just before a full-rate tick), plus the loop's delay in
+    /// running the task. The one gap: work that arrives in the very wake-up
+    /// that fires a backed-off tick is not told apart from that tick, so if
+    /// the runtime then stays busy without ever waiting for events, its
+    /// readings can lag by up to [`IDLE_TICK`](Self::IDLE_TICK) until it
+    /// next waits.
     #[cfg(feature = "tokio")]
     pub async fn refresh_every_tick() {
-        let mut tick = tokio::time::interval(Self::RESOLUTION);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        // On several threads this task's thread-local view says nothing
+        // about the others, which may be busy: no backing off there.
+        let may_back_off = Handle::try_current()
+            .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::CurrentThread);
+        // How far an idle runtime's ticks have backed off, and the
+        // current wait: a wake-up shortens the wait, not the back-off,
+        // which only a tick through which the thread stayed busy resets.
+        let mut backed_off = Self::RESOLUTION;
+        let mut wait = Self::RESOLUTION;
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
         loop {
-            tick.tick().await;
-            Self::refresh();
+            let armed = backed_off > Self::RESOLUTION;
+            let by_timer = WakeOnRefresh::until(sleep.as_mut(), armed).await;
+            if by_timer {
+                // (Woken by a refresh, the tick is fresh already.)
+                Self::refresh();
+            }
+            let waited = WAITED.replace(false);
+            if !by_timer {
+                // Woken from waiting, perhaps into work: look again soon.
+                wait = Self::RESOLUTION;
+            } else if waited && may_back_off {
+                backed_off = (backed_off * 2).min(Self::IDLE_TICK);
+                wait = backed_off;
+            } else {
+                backed_off = Self::RESOLUTION;
+                wait = Self::RESOLUTION;
+            }
+            // At full rate the ticks keep their period (the timer wheel
+            // rounds each deadline up to its next millisecond).
+            let now = tokio::time::Instant::now();
+            let next = match by_timer {
+                true => sleep.deadline() + wait,
+                false => now + wait,
+            };
+            sleep.as_mut().reset(next.max(now + wait / 2));
+            if wait > Self::RESOLUTION {
+                // Moving the runtime's earliest timer makes tokio wake its
+                // driver, which would end the coming wait at once and pass
+                // for a wake-up into work; a yield lets the runtime take
+                // that wake without waiting for events.
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
+    /// The longest an idle current-thread runtime waits between two ticks
+    /// of [`refresh_every_tick`](Self::refresh_every_tick): eight wake-ups a
+    /// second instead of a thousand, and a bound on the lag in the one case
+    /// the back-off cannot tell apart (see there).
+    pub const IDLE_TICK: Duration = Duration::from_millis(128);
+}
+
+/// Waits for the refreshing task's timer or, when backing off is allowed,
+/// for the next [`EventLoopClock::refresh`] on this thread (a wake-up from
+/// waiting for events), whichever comes first.
+#[cfg(feature = "tokio")]
+struct WakeOnRefresh<'a> {
+    sleep: std::pin::Pin<&'a mut tokio::time::Sleep>,
+    /// Whether a refresh on this thread ends the wait.
+    on_refresh: bool,
+    /// Whether this wait's waker was left for a refresh to take.
+    registered: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl<'a> WakeOnRefresh<'a> {
+    /// `true` when the timer ended the wait, `false` when a refresh did.
+    fn until(sleep: std::pin::Pin<&'a mut tokio::time::Sleep>, on_refresh: bool) -> Self {
+        WakeOnRefresh {
+            sleep,
+            on_refresh,
+            registered: false,
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl std::future::Future for WakeOnRefresh<'_> {
+    type Output = bool;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<bool> {
+        use std::task::Poll;
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(true);
+        }
+        if !self.on_refresh {
+            return Poll::Pending;
+        }
+        let waker = WAKE_ON_REFRESH.take();
+        if self.registered && waker.is_none() {
+            // A refresh took it: the thread woke from waiting for events.
+            self.registered = false;
+            return Poll::Ready(false);
+        }
+        WAKE_ON_REFRESH.set(Some(cx.waker().clone()));
+        self.registered = true;
+        Poll::Pending
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for WakeOnRefresh<'_> {
+    fn drop(&mut self) {
+        if self.registered {
+            drop(WAKE_ON_REFRESH.take());
         }
     }
 }
