@@ -23,8 +23,9 @@ pub(crate) struct ProxyArgs {
     threads: Option<usize>,
     /// `per-core`: one single-threaded runtime per thread, each with its
     /// own SO_REUSEPORT listener (measured ~1.4x the throughput per CPU
-    /// second, see benches/README.md); `multi-thread`: one work-stealing
-    /// runtime, for few, uneven connections.
+    /// second, see benches/README.md; an idle one sleeps); `multi-thread`:
+    /// one work-stealing runtime, for few, uneven connections (its clock
+    /// refresher wakes it every millisecond, idle or not).
     #[arg(long, value_enum, default_value_t = RuntimeKind::PerCore)]
     runtime: RuntimeKind,
 }
