@@ -7,8 +7,9 @@
 //! for that — under it, any task woken on the runtime's thread stops the
 //! next wait from advancing the clock, so a backed-off wait always ends at
 //! once. The test idles for 0.6 s, then spins for 0.1 s, and asserts on
-//! counts with bounds far from the expected figures, not on durations. Its own process,
-//! because any real reading elsewhere would raise the shared tick.
+//! counts with bounds far from the expected figures, not on durations. Its
+//! own process, because any real reading elsewhere would raise the shared
+//! tick.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

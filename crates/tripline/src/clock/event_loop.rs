@@ -47,10 +47,10 @@ thread_local! {
     /// Whether this thread waited for events since the refreshing task's
     /// last tick ([`EventLoopClock::before_wait`]).
     static WAITED: Cell<bool> = const { Cell::new(false) };
-    /// The backed-off refreshing task of this thread, woken by the next
-    /// refresh.
-    static WAKE_ON_REFRESH: Cell<Option<std::task::Waker>> = const { Cell::new(None) };
 }
+
+#[cfg(feature = "tokio")]
+mod refresh_task;
 
 impl EventLoopClock {
     /// How often a busy loop refreshes the tick.
@@ -65,9 +65,8 @@ impl EventLoopClock {
     pub fn refresh() {
         REFRESHES.set(true);
         LOOP_TICK.fetch_max(precise_now().as_nanos(), Ordering::Release);
-        if let Some(waker) = WAKE_ON_REFRESH.take() {
-            waker.wake();
-        }
+        #[cfg(feature = "tokio")]
+        refresh_task::wake_backed_off();
     }
 
     /// Marks the calling loop thread as about to wait for events: pass it
@@ -79,144 +78,6 @@ impl EventLoopClock {
     /// whether the runtime is busy or not.
     pub fn before_wait() {
         WAITED.set(true);
-    }
-
-    /// Refreshes the tick every [`RESOLUTION`](Self::RESOLUTION) for as long
-    /// as it is polled: spawn it once on each runtime whose threads read the
-    /// clock, so that the tick moves while they are too busy to wait for
-    /// events. A tick missed while the runtime was blocked is skipped, not
-    /// caught up.
-    ///
-    /// On a current-thread runtime whose thread also runs
-    /// [`before_wait`](Self::before_wait) when it parks, an idle runtime is
-    /// not woken every millisecond: while the ticks find that the thread
-    /// waited for events since the one before, each comes twice as late as
-    /// the last, up to [`IDLE_TICK`](Self::IDLE_TICK). That is safe because
-    /// a runtime only turns busy by waking, and the wake-up's
-    /// [`refresh`](Self::refresh) brings the next tick back within the
-    /// resolution; a tick through which the thread stayed busy ends the
-    /// backing off. A busy runtime keeps the full rate: its readings lag by
-    /// at most the resolution (twice it, once, when the runtime woke into a
-    /// busy stretch just before a full-rate tick), plus the loop's delay in
-    /// running the task. The one gap: work that arrives in the very wake-up
-    /// that fires a backed-off tick is not told apart from that tick, so if
-    /// the runtime then stays busy without ever waiting for events, its
-    /// readings can lag by up to [`IDLE_TICK`](Self::IDLE_TICK) until it
-    /// next waits.
-    #[cfg(feature = "tokio")]
-    pub async fn refresh_every_tick() {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        // On several threads this task's thread-local view says nothing
-        // about the others, which may be busy: no backing off there.
-        let may_back_off = Handle::try_current()
-            .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::CurrentThread);
-        // How far an idle runtime's ticks have backed off, and the
-        // current wait: a wake-up shortens the wait, not the back-off,
-        // which only a tick through which the thread stayed busy resets.
-        let mut backed_off = Self::RESOLUTION;
-        let mut wait = Self::RESOLUTION;
-        let sleep = tokio::time::sleep(wait);
-        tokio::pin!(sleep);
-        loop {
-            let armed = backed_off > Self::RESOLUTION;
-            let by_timer = WakeOnRefresh::until(sleep.as_mut(), armed).await;
-            if by_timer {
-                // (Woken by a refresh, the tick is fresh already.)
-                Self::refresh();
-            }
-            let waited = WAITED.replace(false);
-            if !by_timer {
-                // Woken from waiting, perhaps into work: look again soon.
-                wait = Self::RESOLUTION;
-            } else if waited && may_back_off {
-                backed_off = (backed_off * 2).min(Self::IDLE_TICK);
-                wait = backed_off;
-            } else {
-                backed_off = Self::RESOLUTION;
-                wait = Self::RESOLUTION;
-            }
-            // At full rate the ticks keep their period (the timer wheel
-            // rounds each deadline up to its next millisecond).
-            let now = tokio::time::Instant::now();
-            let next = match by_timer {
-                true => sleep.deadline() + wait,
-                false => now + wait,
-            };
-            sleep.as_mut().reset(next.max(now + wait / 2));
-            if wait > Self::RESOLUTION {
-                // Moving the runtime's earliest timer makes tokio wake its
-                // driver, which would end the coming wait at once and pass
-                // for a wake-up into work; a yield lets the runtime take
-                // that wake without waiting for events.
-                tokio::task::yield_now().await;
-            }
-        }
-    }
-
-    /// The longest an idle current-thread runtime waits between two ticks
-    /// of [`refresh_every_tick`](Self::refresh_every_tick): eight wake-ups a
-    /// second instead of a thousand, and a bound on the lag in the one case
-    /// the back-off cannot tell apart (see there).
-    pub const IDLE_TICK: Duration = Duration::from_millis(128);
-}
-
-/// Waits for the refreshing task's timer or, when backing off is allowed,
-/// for the next [`EventLoopClock::refresh`] on this thread (a wake-up from
-/// waiting for events), whichever comes first.
-#[cfg(feature = "tokio")]
-struct WakeOnRefresh<'a> {
-    sleep: std::pin::Pin<&'a mut tokio::time::Sleep>,
-    /// Whether a refresh on this thread ends the wait.
-    on_refresh: bool,
-    /// Whether this wait's waker was left for a refresh to take.
-    registered: bool,
-}
-
-#[cfg(feature = "tokio")]
-impl<'a> WakeOnRefresh<'a> {
-    /// `true` when the timer ended the wait, `false` when a refresh did.
-    fn until(sleep: std::pin::Pin<&'a mut tokio::time::Sleep>, on_refresh: bool) -> Self {
-        WakeOnRefresh {
-            sleep,
-            on_refresh,
-            registered: false,
-        }
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl std::future::Future for WakeOnRefresh<'_> {
-    type Output = bool;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<bool> {
-        use std::task::Poll;
-        if self.sleep.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(true);
-        }
-        if !self.on_refresh {
-            return Poll::Pending;
-        }
-        let waker = WAKE_ON_REFRESH.take();
-        if self.registered && waker.is_none() {
-            // A refresh took it: the thread woke from waiting for events.
-            self.registered = false;
-            return Poll::Ready(false);
-        }
-        WAKE_ON_REFRESH.set(Some(cx.waker().clone()));
-        self.registered = true;
-        Poll::Pending
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl Drop for WakeOnRefresh<'_> {
-    fn drop(&mut self) {
-        if self.registered {
-            drop(WAKE_ON_REFRESH.take());
-        }
     }
 }
 
