@@ -134,9 +134,7 @@ impl Proxy {
     /// task lets an idle runtime sleep).
     fn refresh_clock_from(&self, builder: &mut tokio::runtime::Builder) {
         if self.inner.clock.is_event_loop() {
-            builder
-                .on_thread_park(EventLoopClock::before_wait)
-                .on_thread_unpark(EventLoopClock::refresh);
+            EventLoopClock::hook_runtime(builder);
         }
     }
 

@@ -20,11 +20,10 @@ use super::{Clock, Timestamp, precise_now};
 /// * A thread whose loop calls [`refresh`](Self::refresh) each time it
 ///   wakes, and at least every [`RESOLUTION`](Self::RESOLUTION) while it is
 ///   busy, reads the cached tick: one relaxed load and a thread-local flag.
-///   On a tokio runtime: `Builder::on_thread_unpark(EventLoopClock::refresh)`
-///   and one [`refresh_every_tick`](Self::refresh_every_tick) task; with
-///   `Builder::on_thread_park(EventLoopClock::before_wait)` too, an idle
-///   current-thread runtime is left asleep instead of being woken every
-///   millisecond.
+///   On a tokio runtime: [`hook_runtime`](Self::hook_runtime) on its
+///   builder and one [`refresh_every_tick`](Self::refresh_every_tick) task
+///   (an idle current-thread runtime is then left asleep instead of being
+///   woken every millisecond).
 /// * Any other thread reads the real clock (~27 ns on a KVM guest), so a
 ///   reading is never stale there, whoever forgot to refresh.
 ///

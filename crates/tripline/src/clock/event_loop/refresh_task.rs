@@ -27,6 +27,18 @@ pub(super) fn wake_backed_off() {
 }
 
 impl EventLoopClock {
+    /// Makes the threads of the runtime `builder` builds refresh the tick
+    /// each time they wake ([`refresh`](Self::refresh) on
+    /// `on_thread_unpark`) and say when they begin to wait
+    /// ([`before_wait`](Self::before_wait) on `on_thread_park`), replacing
+    /// any hooks set there before. Spawn one
+    /// [`refresh_every_tick`](Self::refresh_every_tick) on the runtime too.
+    pub fn hook_runtime(builder: &mut tokio::runtime::Builder) -> &mut tokio::runtime::Builder {
+        builder
+            .on_thread_park(Self::before_wait)
+            .on_thread_unpark(Self::refresh)
+    }
+
     /// Refreshes the tick every [`RESOLUTION`](Self::RESOLUTION) for as long
     /// as it is polled: spawn it once on each runtime whose threads read the
     /// clock, so that the tick moves while they are too busy to wait for
