@@ -91,11 +91,25 @@ impl Driver {
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"],
             }),
         );
-        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(caps)
-            .connect(&self.url)
-            .await
-            .expect("a Chromium session")
+        // chromedriver may accept connections before it serves them (a CI
+        // run once had the first session request reset): retry until the
+        // bound, then fail with the last error.
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let session =
+                ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                    .capabilities(caps.clone())
+                    .connect(&self.url)
+                    .await;
+            match session {
+                Ok(client) => return client,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("no Chromium session yet ({e}); retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("a Chromium session within {BOUND:?}: {e:?}"),
+            }
+        }
     }
 }
 
