@@ -44,6 +44,11 @@ impl<K: RegistryKey> BreakerRegistry<K> {
     /// its subscribers. Returns how many were dropped. Does nothing when
     /// `idle_ttl` is `None`.
     ///
+    /// A dropped breaker's memory comes back once the map's epoch moves on,
+    /// which later registry calls bring about. Epochs are process-wide: a
+    /// thread that stays inside a long map operation (another registry's
+    /// drop, say) holds reclamation back until it leaves.
+    ///
     /// ```
     /// use std::time::Duration;
     /// use tripline::clock::ManualClock;
