@@ -6,8 +6,9 @@
 #
 # For each: wrk -t2 -c64 -d10s --latency (after a 2 s warm-up), req/s,
 # p50/p99, the proxy's CPU seconds per 1 000 requests (utime + stime of
-# every process of the proxy, from /proc/PID/stat before and after), and
-# the resident memory of each proxy holding 10 000 idle keep-alive
+# every process of the proxy, from /proc/PID/stat before and after; also
+# split into user and kernel microseconds per request, since the kernel's
+# share is what no proxy's code can cut), and the resident memory of each proxy holding 10 000 idle keep-alive
 # connections.
 #
 # The proxies are measured in ROUNDS rounds, in turn (tripline, HAProxy,
@@ -80,16 +81,18 @@ FD_LIMIT=$(ulimit -n)
 # and refuses to start when maxconn does not fit the limit.
 HAPROXY_MAXCONN=$(( (FD_LIMIT - 300) / 2 < IDLE + 100 ? (FD_LIMIT - 300) / 2 : IDLE + 100 ))
 
-# CPU ticks (utime + stime) of the given pids and their children.
+# CPU ticks of the given pids and their children: "user kernel"
+# (utime and stime).
 ticks() {
-    local total=0 pid
+    local user=0 kernel=0 pid
     for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
         [[ -r /proc/$pid/stat ]] || continue
         # Fields after the command (which may hold spaces): utime is 14, stime 15.
         read -r -a f <<<"$(sed 's/^.*) //' "/proc/$pid/stat")"
-        total=$((total + f[11] + f[12]))
+        user=$((user + f[11]))
+        kernel=$((kernel + f[12]))
     done
-    echo "$total"
+    echo "$user $kernel"
 }
 
 rss_kib() { # pids… (children included)
@@ -124,9 +127,9 @@ measure() { # name port pids…  (sets RPS[name] and P99[name])
     local load=(taskset -c "$LOAD_CPUS" wrk -t2 -c"$CONNECTIONS")
     "${load[@]}" -d2s "http://127.0.0.1:$port/" >/dev/null
     local before after out
-    before=$( (($#)) && ticks "$@" || echo 0)
+    before=$( (($#)) && ticks "$@" || echo "0 0")
     out=$("${load[@]}" -d"$DURATION" --latency "http://127.0.0.1:$port/")
-    after=$( (($#)) && ticks "$@" || echo 0)
+    after=$( (($#)) && ticks "$@" || echo "0 0")
     echo "$out" >"$WORK/wrk-$name.txt"
     local rps p50 p99 requests errors cpu
     rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
@@ -134,16 +137,17 @@ measure() { # name port pids…  (sets RPS[name] and P99[name])
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
     requests=$(awk '/requests in/ {print $1}' <<<"$out")
     errors=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(/,/, ""); n += $4 + $6 + $8 + $10} END {print n + 0}' <<<"$out")
+    local user=– kernel=– cpu=–
     if (($#)); then
-        cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v r="$requests" \
-            'BEGIN {printf "%.4f", t / hz / (r / 1000)}')
-    else
-        cpu="–"
+        read -r user kernel < <(awk -v b="$before" -v a="$after" -v hz="$HZ" -v r="$requests" \
+            'BEGIN {split(b, x, " "); split(a, y, " ");
+                    printf "%.2f %.2f\n", (y[1] - x[1]) / hz / r * 1e6, (y[2] - x[2]) / hz / r * 1e6}')
+        cpu=$(awk -v u="$user" -v k="$kernel" 'BEGIN {printf "%.4f", (u + k) / 1000}')
     fi
     RPS[$name]=$rps
     P99[$name]=$p99
-    ROWS+=("| $name | $rps | $p50 | $p99 | $cpu | $errors |")
-    echo "$name: $rps req/s, p50 $p50 ms, p99 $p99 ms, $cpu CPU s/1000 req, $errors errors" >&2
+    ROWS+=("| $name | $rps | $p50 | $p99 | $cpu | $user | $kernel | $errors |")
+    echo "$name: $rps req/s, p50 $p50 ms, p99 $p99 ms, $cpu CPU s/1000 req ($user µs user, $kernel µs kernel a request), $errors errors" >&2
 }
 
 idle_memory() { # name port pids…
@@ -292,8 +296,8 @@ fi
 echo
 echo "load average at the start: $LOAD_AT_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg); proxies on CPU $PROXY_CPUS, wrk and upstream on CPU $LOAD_CPUS"
 echo
-echo "| target | req/s | p50 ms | p99 ms | proxy CPU s / 1 000 req | errors |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| target | req/s | p50 ms | p99 ms | proxy CPU s / 1 000 req | of it user µs / req | kernel µs / req | errors |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
 if want tripline && want haproxy; then
     echo
