@@ -24,8 +24,8 @@ pub(crate) struct ProxyArgs {
     /// `per-core`: one single-threaded runtime per thread, each with its
     /// own SO_REUSEPORT listener (measured ~1.4x the throughput per CPU
     /// second, see benches/README.md; an idle one sleeps); `multi-thread`:
-    /// one work-stealing runtime, for few, uneven connections (its clock
-    /// refresher wakes it every millisecond, idle or not).
+    /// one work-stealing runtime, for few, uneven connections (idle, it
+    /// sleeps too).
     #[arg(long, value_enum, default_value_t = RuntimeKind::PerCore)]
     runtime: RuntimeKind,
 }

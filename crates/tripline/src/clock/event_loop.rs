@@ -22,7 +22,7 @@ use super::{Clock, Timestamp, precise_now};
 ///   busy, reads the cached tick: one relaxed load and a thread-local flag.
 ///   On a tokio runtime: [`hook_runtime`](Self::hook_runtime) on its
 ///   builder and one [`refresh_every_tick`](Self::refresh_every_tick) task
-///   (an idle current-thread runtime is then left asleep instead of being
+///   (an idle runtime, current-thread or multi-thread, is then left asleep instead of being
 ///   woken every millisecond).
 /// * Any other thread reads the real clock (~27 ns on a KVM guest), so a
 ///   reading is never stale there, whoever forgot to refresh.
@@ -37,8 +37,18 @@ use super::{Clock, Timestamp, precise_now};
 pub struct EventLoopClock;
 
 /// The tick the loops refresh, in nanoseconds since the epoch; 0 before the
-/// first refresh.
+/// first refresh. Its values are even: the lowest bit is [`UNREAD`].
 static LOOP_TICK: AtomicU64 = AtomicU64::new(0);
+
+/// Set in [`LOOP_TICK`] by a multi-thread runtime's refreshing task at each
+/// of its ticks, cleared by the first loop thread that reads the tick after
+/// it. While it is set a loop thread's reading takes the real time instead
+/// (the task may be backing off and the tick old), clears the bit, and
+/// brings a backed-off task back to full rate. So the task learns whether
+/// anyone read the tick since its last one without the reading path
+/// writing anything while the bit is clear; refreshes keep the bit as it
+/// is, so that a worker's wake-up does not pass for a reading.
+const UNREAD: u64 = 1;
 
 thread_local! {
     /// Whether this thread's loop refreshes the tick (it has refreshed once).
@@ -63,7 +73,7 @@ impl EventLoopClock {
     /// this thread's backed-off refreshing task back to full rate.
     pub fn refresh() {
         REFRESHES.set(true);
-        LOOP_TICK.fetch_max(precise_now().as_nanos(), Ordering::Release);
+        raise_tick(even_now());
         #[cfg(feature = "tokio")]
         refresh_task::wake_backed_off();
     }
@@ -84,7 +94,11 @@ impl Clock for EventLoopClock {
     #[inline]
     fn now(&self) -> Timestamp {
         if REFRESHES.get() {
-            return Timestamp::from_nanos(LOOP_TICK.load(Ordering::Relaxed));
+            let tick = LOOP_TICK.load(Ordering::Relaxed);
+            if tick & UNREAD == 0 {
+                return Timestamp::from_nanos(tick);
+            }
+            return first_reading_since_a_tick();
         }
         real_reading()
     }
@@ -98,8 +112,54 @@ impl Clock for EventLoopClock {
 /// threads after this one are not earlier.
 #[cold]
 fn real_reading() -> Timestamp {
-    let now = precise_now().as_nanos();
-    Timestamp::from_nanos(LOOP_TICK.fetch_max(now, Ordering::AcqRel).max(now))
+    let now = even_now();
+    Timestamp::from_nanos((raise_tick(now) & !UNREAD).max(now))
+}
+
+/// A loop thread's reading while [`UNREAD`] is set: the real time, and the
+/// tick raised to it. At the refreshing task's full rate this first reading
+/// since its tick clears the flag (the tick is fresh: readings after it may
+/// use it); while the task backs off the flag stays set, so that every
+/// reading takes the real time until the task's next tick, which this
+/// reading brings back to full rate.
+#[cold]
+fn first_reading_since_a_tick() -> Timestamp {
+    let now = even_now();
+    #[cfg(feature = "tokio")]
+    if refresh_task::BACKING_OFF.load(Ordering::Acquire) {
+        if !refresh_task::READ_WHILE_BACKING_OFF.load(Ordering::Relaxed) {
+            refresh_task::READ_WHILE_BACKING_OFF.store(true, Ordering::Release);
+        }
+        return Timestamp::from_nanos((raise_tick(now) & !UNREAD).max(now));
+    }
+    let before = LOOP_TICK.fetch_and(!UNREAD, Ordering::AcqRel);
+    Timestamp::from_nanos((raise_tick(now) & !UNREAD).max(before & !UNREAD).max(now))
+}
+
+/// A multi-thread runtime's refreshing tick: raises the tick to the real
+/// time and sets [`UNREAD`]. Returns whether a loop thread read the tick
+/// since the previous such tick (it cleared the bit set then).
+#[cfg(feature = "tokio")]
+fn tick_and_ask_if_read() -> bool {
+    let now = even_now();
+    let ticked = |tick: u64| Some((tick & !UNREAD).max(now) | UNREAD);
+    match LOOP_TICK.fetch_update(Ordering::AcqRel, Ordering::Acquire, ticked) {
+        Ok(before) | Err(before) => before & UNREAD == 0,
+    }
+}
+
+/// The real time in even nanoseconds (the lowest bit of the tick is a flag).
+fn even_now() -> u64 {
+    precise_now().as_nanos() & !UNREAD
+}
+
+/// Raises the tick to `now` (even), keeping its [`UNREAD`] bit; returns the
+/// tick as it was.
+fn raise_tick(now: u64) -> u64 {
+    let raised = |tick: u64| ((tick & !UNREAD) < now).then_some(now | (tick & UNREAD));
+    match LOOP_TICK.fetch_update(Ordering::AcqRel, Ordering::Acquire, raised) {
+        Ok(before) | Err(before) => before,
+    }
 }
 
 #[cfg(all(test, not(loom)))]

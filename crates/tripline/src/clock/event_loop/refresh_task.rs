@@ -5,13 +5,14 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::time::{Instant, Sleep};
 
-use super::{EventLoopClock, WAITED};
+use super::{EventLoopClock, WAITED, tick_and_ask_if_read};
 
 thread_local! {
     /// The backed-off refreshing task of this thread, woken by the next
@@ -25,6 +26,13 @@ pub(super) fn wake_backed_off() {
         waker.wake();
     }
 }
+
+/// Whether a multi-thread runtime's refreshing task is backing off: loop
+/// threads then read the real time while the tick's unread flag is set.
+pub(super) static BACKING_OFF: AtomicBool = AtomicBool::new(false);
+/// Whether a loop thread read the clock while the refreshing task was
+/// backing off: its next tick then returns to full rate.
+pub(super) static READ_WHILE_BACKING_OFF: AtomicBool = AtomicBool::new(false);
 
 impl EventLoopClock {
     /// Makes the threads of the runtime `builder` builds refresh the tick
@@ -61,11 +69,28 @@ impl EventLoopClock {
     /// the runtime then stays busy without ever waiting for events, its
     /// readings can lag by up to [`IDLE_TICK`](Self::IDLE_TICK) until it
     /// next waits.
+    ///
+    /// On a multi-thread runtime the task backs off by what matters to
+    /// readers instead: each tick sets a flag in the tick that the first
+    /// reading on a loop thread clears (that reading takes the real time).
+    /// While the ticks find the flag still set, nobody read the tick since
+    /// the one before, and each comes twice as late, up to
+    /// [`IDLE_TICK`](Self::IDLE_TICK). While the task backs off, readings on
+    /// loop threads leave the flag set and take the real time (so they are
+    /// exact, at ~27 ns more), and its next tick returns to full rate. The
+    /// task is not woken by a reading: a wake-up from a worker busy reading
+    /// would queue it behind that worker's work. So readings lag by at most
+    /// the resolution — twice it, once, when a reading comes just as the
+    /// task begins to back off — plus the runtime's delay in running it.
     pub async fn refresh_every_tick() {
-        // On several threads this task's thread-local view says nothing
-        // about the others, which may be busy: no backing off there.
-        let may_back_off = Handle::try_current()
+        // On several threads this task's thread-local view of waiting says
+        // nothing about the others, which may be busy (and they wake one
+        // another to steal work): there the task backs off by readings.
+        let current_thread = Handle::try_current()
             .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::CurrentThread);
+        if !current_thread {
+            return Self::refresh_while_read().await;
+        }
         // How far an idle runtime's ticks have backed off, and the
         // current wait: a wake-up shortens the wait, not the back-off,
         // which only a tick through which the thread stayed busy resets.
@@ -84,7 +109,7 @@ impl EventLoopClock {
             if !by_timer {
                 // Woken from waiting, perhaps into work: look again soon.
                 wait = Self::RESOLUTION;
-            } else if waited && may_back_off {
+            } else if waited {
                 backed_off = (backed_off * 2).min(Self::IDLE_TICK);
                 wait = backed_off;
             } else {
@@ -109,10 +134,31 @@ impl EventLoopClock {
         }
     }
 
-    /// The longest an idle current-thread runtime waits between two ticks
-    /// of [`refresh_every_tick`](Self::refresh_every_tick): eight wake-ups a
-    /// second instead of a thousand, and a bound on the lag in the one case
-    /// the back-off cannot tell apart (see there).
+    /// [`refresh_every_tick`](Self::refresh_every_tick) on a multi-thread
+    /// runtime: full rate while loop threads read the tick, backing off
+    /// while nobody does.
+    async fn refresh_while_read() {
+        let mut wait = Self::RESOLUTION;
+        loop {
+            tokio::time::sleep(wait).await;
+            // (Both asked: `|`, not `||`, so that the flag is reset.)
+            let read =
+                tick_and_ask_if_read() | READ_WHILE_BACKING_OFF.swap(false, Ordering::AcqRel);
+            if read {
+                wait = Self::RESOLUTION;
+                BACKING_OFF.store(false, Ordering::Release);
+            } else {
+                wait = (wait * 2).min(Self::IDLE_TICK);
+                BACKING_OFF.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// The longest an idle runtime waits between two ticks of
+    /// [`refresh_every_tick`](Self::refresh_every_tick): eight wake-ups a
+    /// second instead of a thousand, and on a current-thread runtime a bound
+    /// on the lag in the one case its back-off cannot tell apart (see
+    /// there).
     pub const IDLE_TICK: Duration = Duration::from_millis(128);
 }
 
