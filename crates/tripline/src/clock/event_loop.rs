@@ -22,8 +22,8 @@ use super::{Clock, Timestamp, precise_now};
 ///   busy, reads the cached tick: one relaxed load and a thread-local flag.
 ///   On a tokio runtime: [`hook_runtime`](Self::hook_runtime) on its
 ///   builder and one [`refresh_every_tick`](Self::refresh_every_tick) task
-///   (an idle runtime, current-thread or multi-thread, is then left asleep instead of being
-///   woken every millisecond).
+///   (an idle runtime, current-thread or multi-thread, is then left
+///   asleep instead of being woken every millisecond).
 /// * Any other thread reads the real clock (~27 ns on a KVM guest), so a
 ///   reading is never stale there, whoever forgot to refresh.
 ///
