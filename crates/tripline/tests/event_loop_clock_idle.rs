@@ -11,26 +11,18 @@
 //! own process, because any real reading elsewhere would raise the shared
 //! tick.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tripline::clock::{Clock, EventLoopClock, PreciseClock};
 
-/// Times the runtime woke from waiting for events.
-static WAKES: AtomicU64 = AtomicU64::new(0);
+mod support {
+    pub mod wake_count;
+}
 
 /// A current-thread runtime set up as `tripline proxy` sets up its per-core
 /// runtimes, counting its wake-ups.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .on_thread_park(EventLoopClock::before_wait)
-        .on_thread_unpark(|| {
-            WAKES.fetch_add(1, Ordering::Relaxed);
-            EventLoopClock::refresh();
-        })
-        .build()
-        .expect("runtime")
+    support::wake_count::hooked(&mut tokio::runtime::Builder::new_current_thread())
 }
 
 #[test]
@@ -43,9 +35,7 @@ fn an_idle_runtime_is_left_asleep_and_a_busy_one_is_refreshed_at_full_rate_again
         // too). Backing off, the ticks come at 1, 3, 7, … 255 ms, then every
         // 128 ms: ten, plus a few of tokio's own timer-wheel wake-ups and
         // a tick at full rate after each (15–22 in all, measured).
-        let before = WAKES.load(Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let idle_wakes = WAKES.load(Ordering::Relaxed) - before;
+        let idle_wakes = support::wake_count::wakes_while_idle(Duration::from_millis(600)).await;
         assert!(
             idle_wakes <= 50,
             "{idle_wakes} wake-ups in 600 idle ms: the refresher backs off"

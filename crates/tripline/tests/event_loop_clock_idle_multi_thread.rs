@@ -11,27 +11,18 @@
 //! with bounds far from the expected figures. Its own process, because the
 //! tick and the refreshing task's state are shared by the whole process.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tripline::clock::{Clock, EventLoopClock, PreciseClock};
 
-/// Times a worker woke from waiting for events.
-static WAKES: AtomicU64 = AtomicU64::new(0);
+mod support {
+    pub mod wake_count;
+}
 
 /// A two-worker runtime set up as `tripline proxy --runtime multi-thread`
 /// sets up its runtime, counting its workers' wake-ups.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .on_thread_park(EventLoopClock::before_wait)
-        .on_thread_unpark(|| {
-            WAKES.fetch_add(1, Ordering::Relaxed);
-            EventLoopClock::refresh();
-        })
-        .build()
-        .expect("runtime")
+    support::wake_count::hooked(tokio::runtime::Builder::new_multi_thread().worker_threads(2))
 }
 
 #[test]
@@ -43,9 +34,7 @@ fn an_idle_multi_thread_runtime_is_left_asleep_until_the_tick_is_read_again() {
         // wake ~1 000 times a second. Backing off, the ticks come at 1, 3,
         // 7, … 255 ms, then every 128 ms: about ten, each waking a worker
         // or two.
-        let before = WAKES.load(Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let idle_wakes = WAKES.load(Ordering::Relaxed) - before;
+        let idle_wakes = support::wake_count::wakes_while_idle(Duration::from_millis(600)).await;
         assert!(
             idle_wakes <= 100,
             "{idle_wakes} wake-ups in 600 idle ms: the refresher backs off"
