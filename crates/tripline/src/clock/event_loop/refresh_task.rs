@@ -139,8 +139,9 @@ impl EventLoopClock {
     /// while nobody does.
     async fn refresh_while_read() {
         let mut wait = Self::RESOLUTION;
+        let mut next = Instant::now() + wait;
         loop {
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep_until(next).await;
             // (Both asked: `|`, not `||`, so that the flag is reset.)
             let read =
                 tick_and_ask_if_read() | READ_WHILE_BACKING_OFF.swap(false, Ordering::AcqRel);
@@ -151,6 +152,9 @@ impl EventLoopClock {
                 wait = (wait * 2).min(Self::IDLE_TICK);
                 BACKING_OFF.store(true, Ordering::Release);
             }
+            // At full rate the ticks keep their period; a tick missed
+            // while the runtime was too busy to run the task is skipped.
+            next = (next + wait).max(Instant::now() + wait / 2);
         }
     }
 
