@@ -7,9 +7,9 @@
 # For each: wrk -t2 -c64 -d10s --latency (after a 2 s warm-up), req/s,
 # p50/p99, the proxy's CPU seconds per 1 000 requests (utime + stime of
 # every process of the proxy, from /proc/PID/stat before and after; also
-# split into user and kernel microseconds per request, since the kernel's
-# share is what no proxy's code can cut), and the resident memory of each proxy holding 10 000 idle keep-alive
-# connections.
+# split into user and kernel microseconds per request, to tell the proxy's
+# own work from the kernel's), and the resident memory of each proxy
+# holding 10 000 idle keep-alive connections.
 #
 # The proxies are measured in ROUNDS rounds, in turn (tripline, HAProxy,
 # nginx; the next round in the opposite order), each started fresh for its

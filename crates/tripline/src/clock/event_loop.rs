@@ -41,13 +41,14 @@ pub struct EventLoopClock;
 static LOOP_TICK: AtomicU64 = AtomicU64::new(0);
 
 /// Set in [`LOOP_TICK`] by a multi-thread runtime's refreshing task at each
-/// of its ticks, cleared by the first loop thread that reads the tick after
-/// it. While it is set a loop thread's reading takes the real time instead
-/// (the task may be backing off and the tick old), clears the bit, and
-/// brings a backed-off task back to full rate. So the task learns whether
-/// anyone read the tick since its last one without the reading path
-/// writing anything while the bit is clear; refreshes keep the bit as it
-/// is, so that a worker's wake-up does not pass for a reading.
+/// of its ticks. While it is set a loop thread's reading takes the real
+/// time instead of the tick (the task may be backing off and the tick old).
+/// At the task's full rate the first such reading clears it; while the task
+/// backs off readings leave it set and tell the task instead, which then
+/// returns to full rate. So the task learns whether anyone read the tick
+/// since its last one without the reading path writing anything while the
+/// bit is clear; refreshes keep the bit as it is, so that a worker's
+/// wake-up does not pass for a reading.
 const UNREAD: u64 = 1;
 
 thread_local! {
@@ -118,22 +119,19 @@ fn real_reading() -> Timestamp {
 
 /// A loop thread's reading while [`UNREAD`] is set: the real time, and the
 /// tick raised to it. At the refreshing task's full rate this first reading
-/// since its tick clears the flag (the tick is fresh: readings after it may
-/// use it); while the task backs off the flag stays set, so that every
-/// reading takes the real time until the task's next tick, which this
-/// reading brings back to full rate.
+/// since its tick also clears the flag (the tick is fresh: readings after
+/// it may use it); while the task backs off the flag stays set, so that
+/// every reading takes the real time until the task's next tick, which
+/// this reading brings back to full rate.
 #[cold]
 fn first_reading_since_a_tick() -> Timestamp {
-    let now = even_now();
     #[cfg(feature = "tokio")]
-    if refresh_task::BACKING_OFF.load(Ordering::Acquire) {
-        if !refresh_task::READ_WHILE_BACKING_OFF.load(Ordering::Relaxed) {
-            refresh_task::READ_WHILE_BACKING_OFF.store(true, Ordering::Release);
-        }
-        return Timestamp::from_nanos((raise_tick(now) & !UNREAD).max(now));
+    if refresh_task::note_reading_while_backing_off() {
+        return real_reading();
     }
-    let before = LOOP_TICK.fetch_and(!UNREAD, Ordering::AcqRel);
-    Timestamp::from_nanos((raise_tick(now) & !UNREAD).max(before & !UNREAD).max(now))
+    let now = even_now();
+    let before = update_tick(|tick| Some((tick & !UNREAD).max(now)));
+    Timestamp::from_nanos((before & !UNREAD).max(now))
 }
 
 /// A multi-thread runtime's refreshing tick: raises the tick to the real
@@ -142,10 +140,7 @@ fn first_reading_since_a_tick() -> Timestamp {
 #[cfg(feature = "tokio")]
 fn tick_and_ask_if_read() -> bool {
     let now = even_now();
-    let ticked = |tick: u64| Some((tick & !UNREAD).max(now) | UNREAD);
-    match LOOP_TICK.fetch_update(Ordering::AcqRel, Ordering::Acquire, ticked) {
-        Ok(before) | Err(before) => before & UNREAD == 0,
-    }
+    update_tick(|tick| Some((tick & !UNREAD).max(now) | UNREAD)) & UNREAD == 0
 }
 
 /// The real time in even nanoseconds (the lowest bit of the tick is a flag).
@@ -156,8 +151,13 @@ fn even_now() -> u64 {
 /// Raises the tick to `now` (even), keeping its [`UNREAD`] bit; returns the
 /// tick as it was.
 fn raise_tick(now: u64) -> u64 {
-    let raised = |tick: u64| ((tick & !UNREAD) < now).then_some(now | (tick & UNREAD));
-    match LOOP_TICK.fetch_update(Ordering::AcqRel, Ordering::Acquire, raised) {
+    update_tick(|tick| ((tick & !UNREAD) < now).then_some(now | (tick & UNREAD)))
+}
+
+/// Replaces the tick by `f` of it (unless `f` says `None`); returns the
+/// tick as it was.
+fn update_tick(f: impl FnMut(u64) -> Option<u64>) -> u64 {
+    match LOOP_TICK.fetch_update(Ordering::AcqRel, Ordering::Acquire, f) {
         Ok(before) | Err(before) => before,
     }
 }

@@ -13,9 +13,8 @@ static WAKES: AtomicU64 = AtomicU64::new(0);
 
 /// `builder` with `EventLoopClock`'s two hooks, the wake-up hook counting.
 pub fn hooked(builder: &mut tokio::runtime::Builder) -> tokio::runtime::Runtime {
-    builder
+    EventLoopClock::hook_runtime(builder)
         .enable_time()
-        .on_thread_park(EventLoopClock::before_wait)
         .on_thread_unpark(|| {
             WAKES.fetch_add(1, Ordering::Relaxed);
             EventLoopClock::refresh();

@@ -1,6 +1,5 @@
 //! The task that refreshes [`EventLoopClock`]'s tick while a tokio runtime
-//! is too busy to wait for events, and that leaves an idle current-thread
-//! runtime asleep.
+//! is too busy to wait for events, and that leaves an idle runtime asleep.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -29,10 +28,32 @@ pub(super) fn wake_backed_off() {
 
 /// Whether a multi-thread runtime's refreshing task is backing off: loop
 /// threads then read the real time while the tick's unread flag is set.
-pub(super) static BACKING_OFF: AtomicBool = AtomicBool::new(false);
+static BACKING_OFF: AtomicBool = AtomicBool::new(false);
 /// Whether a loop thread read the clock while the refreshing task was
 /// backing off: its next tick then returns to full rate.
-pub(super) static READ_WHILE_BACKING_OFF: AtomicBool = AtomicBool::new(false);
+static READ_WHILE_BACKING_OFF: AtomicBool = AtomicBool::new(false);
+
+/// On a loop thread's reading while the tick's unread flag is set: whether
+/// a multi-thread refreshing task is backing off, in which case the reading
+/// is noted for its next tick (and must leave the flag set).
+pub(super) fn note_reading_while_backing_off() -> bool {
+    if !BACKING_OFF.load(Ordering::Acquire) {
+        return false;
+    }
+    // Written once per backed-off tick, not by every reading.
+    if !READ_WHILE_BACKING_OFF.load(Ordering::Relaxed) {
+        READ_WHILE_BACKING_OFF.store(true, Ordering::Release);
+    }
+    true
+}
+
+/// The deadline of the tick after one due at `due`, `wait` later: at full
+/// rate the ticks keep their period (the timer wheel rounds each deadline
+/// up to its next millisecond); a tick missed while the runtime was too
+/// busy to run the task is skipped, not caught up.
+fn next_tick(due: Instant, wait: Duration) -> Instant {
+    (due + wait).max(Instant::now() + wait / 2)
+}
 
 impl EventLoopClock {
     /// Makes the threads of the runtime `builder` builds refresh the tick
@@ -116,14 +137,11 @@ impl EventLoopClock {
                 backed_off = Self::RESOLUTION;
                 wait = Self::RESOLUTION;
             }
-            // At full rate the ticks keep their period (the timer wheel
-            // rounds each deadline up to its next millisecond).
-            let now = Instant::now();
-            let next = match by_timer {
-                true => sleep.deadline() + wait,
-                false => now + wait,
+            let due = match by_timer {
+                true => sleep.deadline(),
+                false => Instant::now(),
             };
-            sleep.as_mut().reset(next.max(now + wait / 2));
+            sleep.as_mut().reset(next_tick(due, wait));
             if wait > Self::RESOLUTION {
                 // Moving the runtime's earliest timer makes tokio wake its
                 // driver, which would end the coming wait at once and pass
@@ -152,9 +170,7 @@ impl EventLoopClock {
                 wait = (wait * 2).min(Self::IDLE_TICK);
                 BACKING_OFF.store(true, Ordering::Release);
             }
-            // At full rate the ticks keep their period; a tick missed
-            // while the runtime was too busy to run the task is skipped.
-            next = (next + wait).max(Instant::now() + wait / 2);
+            next = next_tick(next, wait);
         }
     }
 
