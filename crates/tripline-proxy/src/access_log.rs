@@ -20,7 +20,12 @@
 //!
 //! `duration_ms` runs until the answer's headers are ready (a streamed
 //! body may take longer); `flag` is the refusal or upstream-failure flag
-//! the answer carries (see [`rejection`](crate::rejection)).
+//! the answer carries (see [`rejection`](crate::rejection)). An attempt's
+//! `outcome` is the endpoint's (`success`, `ignored`, `upstream_failure`,
+//! `gateway_failure`, `connect_failure`, `local_origin_failure`),
+//! `refused` when nothing could be sent, or `client_body` when the
+//! client's own body broke or was still arriving as the try's time ran out
+//! (charged to no endpoint).
 
 mod writer;
 
@@ -35,7 +40,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
-use tripline::cluster::{EndpointId, EndpointOutcome};
+use tripline::cluster::EndpointId;
 
 use crate::config::{AccessLogMode, AccessLogSection};
 use crate::fault::Dice;
@@ -190,12 +195,12 @@ impl Trail {
     pub(crate) fn attempt(
         &mut self,
         endpoint: Option<&EndpointId>,
-        outcome: Option<EndpointOutcome>,
+        outcome: &'static str,
         took: Duration,
     ) {
         self.attempts.push(Attempt {
             endpoint: endpoint.map(|e| e.as_str().to_owned()),
-            outcome: outcome.map_or("refused", EndpointOutcome::as_str),
+            outcome,
             duration_ms: millis(took),
         });
     }

@@ -8,12 +8,14 @@
 //! a larger body is streamed once and the request is never retried, so
 //! memory per request stays bounded whatever clients send.
 
+mod client;
 mod replay;
 mod tracked;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 
+pub(crate) use client::{ClientUpload, watch};
 pub use replay::{RequestBody, read_for_replay};
 pub use tracked::{OnEnd, Tracked};
 

@@ -18,7 +18,7 @@ use tripline::timeout::{Deadline, TokioClock};
 use tripline::{Outcome, OwnedPermit};
 
 use crate::access_log::Trail;
-use crate::body::{ProxyBody, RequestBody, read_for_replay};
+use crate::body::{ClientUpload, ProxyBody, RequestBody, read_for_replay, watch};
 use crate::headers::{ForwardedValues, strip_hop_by_hop};
 use crate::proxy::Inner;
 use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
@@ -56,6 +56,10 @@ impl Downstream {
 pub(crate) struct Outbound {
     pub(crate) parts: http::request::Parts,
     pub(crate) forwarded: ForwardedValues,
+    /// How the client's body is arriving (`None` for a request without
+    /// one): a try that fails because the body broke, or times out while
+    /// it is still arriving, is the client's fault, not the endpoint's.
+    pub(crate) client_body: Option<ClientUpload>,
 }
 
 impl Deref for Outbound {
@@ -72,16 +76,29 @@ pub(crate) async fn handle(
     req: Request<ProxyBody>,
     downstream: Downstream,
 ) -> Response<ProxyBody> {
+    if has_one_host(req.headers(), req.version()) {
+        return handle_with_one_host(proxy, req, downstream).await;
+    }
+    let (parts, _) = req.into_parts();
+    let trail = proxy.access_log.begin(&parts, downstream.peer);
+    refuse_unrouted(proxy, trail, Reason::ProtocolError)
+}
+
+/// [`handle`] for a request whose parser has already checked that it
+/// names its host once (the proxy's own HTTP/1.1 loop counts the `Host`
+/// lines as it builds the header map, sparing a hashed lookup here).
+pub(crate) async fn handle_with_one_host(
+    proxy: &Inner,
+    req: Request<ProxyBody>,
+    downstream: Downstream,
+) -> Response<ProxyBody> {
     let peer = downstream.peer;
     let (parts, body) = req.into_parts();
     // One table for the whole request, whatever a reload does meanwhile.
     let table = proxy.table.load_full();
     let mut trail = proxy.access_log.begin(&parts, peer);
     let Some(index) = table.routes.iter().position(|r| r.matches(&parts)) else {
-        let response = Rejection::new(Reason::NoRoute, None).response();
-        proxy.metrics.observe(None, &response);
-        proxy.access_log.finish(trail, None, &response);
-        return response;
+        return refuse_unrouted(proxy, trail, Reason::NoRoute);
     };
     let Some(route) = table.routes.get(index) else {
         return Rejection::new(Reason::NoRoute, None).response();
@@ -96,6 +113,29 @@ pub(crate) async fn handle(
         .access_log
         .finish(trail, Some((&route.name, cluster.unwrap_or(""))), &response);
     response
+}
+
+/// The refusal of a request no route took (or none may take), counted.
+fn refuse_unrouted(proxy: &Inner, trail: Option<Trail>, reason: Reason) -> Response<ProxyBody> {
+    let response = Rejection::new(reason, None).response();
+    proxy.metrics.observe(None, &response);
+    proxy.access_log.finish(trail, None, &response);
+    response
+}
+
+/// Whether the request names its host unambiguously (RFC 9112 §3.2): an
+/// HTTP/1.1 request must carry exactly one `Host`, an HTTP/1.0 or HTTP/2
+/// one at most one. Two `Host` lines are refused rather than one picked:
+/// routes match on one, and the upstream (or a cache in front of it) may
+/// read the other — the disagreement request smuggling and cache
+/// poisoning are built on.
+fn has_one_host(headers: &http::HeaderMap, version: http::Version) -> bool {
+    let mut hosts = headers.get_all(http::header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), None) => true,
+        (None, _) => version != http::Version::HTTP_11,
+        (Some(_), Some(_)) => false,
+    }
 }
 
 /// Sends one request along `route`, then lets the route's fallback
@@ -117,9 +157,11 @@ async fn forward(
     let deadline = Deadline::earliest(incoming, own);
     strip_hop_by_hop(&mut parts.headers);
     let peer = downstream.peer;
+    let (body, client_body) = watch(body);
     let parts = Outbound {
         parts,
         forwarded: downstream.forwarded,
+        client_body,
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
@@ -202,7 +244,7 @@ async fn protected(
         let tried =
             hedge::try_maybe_hedged(proxy, route, parts, body, deadline, &mut endpoints).await;
         if let Some(trail) = trail {
-            trail.attempt(endpoints.get(before), tried.outcome(), try_start.elapsed());
+            trail.attempt(endpoints.get(before), tried.name(), try_start.elapsed());
         }
         let outcome = tried.outcome();
         let again = outcome.is_some_and(|o| o.is_failure())
@@ -254,11 +296,13 @@ impl Finish {
             bulkhead,
             start,
         } = self;
-        let settle_route = move |outcome: EndpointOutcome| {
+        // `None`: no verdict on the route (the client's own body broke).
+        let settle_route = move |outcome: Option<EndpointOutcome>| {
             if let Some(permit) = route_permit {
                 let outcome = match outcome {
-                    EndpointOutcome::Ignored => Outcome::Success,
-                    o => o.breaker_outcome(),
+                    None => Outcome::Ignored,
+                    Some(EndpointOutcome::Ignored) => Outcome::Success,
+                    Some(o) => o.breaker_outcome(),
                 };
                 let took = elapsed(start);
                 permit.record(outcome, took);

@@ -29,7 +29,7 @@
 //! | UT | upstream per-try timeout | 504 | `UT` | no |
 //! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` | no |
 //! | NR | no route matched | 404 | `NR` | no |
-//! | DPE | request smuggling attempt (`Content-Length` with `Transfer-Encoding`) | 400 | `DPE` (downstream protocol error) | no |
+//! | DPE | malformed request: smuggling framing (`Content-Length` with `Transfer-Encoding`), two `Host` lines or an HTTP/1.1 request without one, a body that broke while sent (charged to neither endpoint nor route) | 400 | `DPE` (downstream protocol error) | no |
 //!
 //! The last column: with `[proxy] envoy_compat = true`, answers for these
 //! causes also carry `x-envoy-overloaded: true`, as Envoy's own overload
@@ -76,8 +76,10 @@ pub enum Reason {
     UpstreamReset,
     /// No route takes the request.
     NoRoute,
-    /// The request is malformed in a way that can smuggle a second request
-    /// (both `Content-Length` and `Transfer-Encoding`).
+    /// The request is malformed: framing that can smuggle a second request
+    /// (both `Content-Length` and `Transfer-Encoding`), a `Host` that is
+    /// missing from an HTTP/1.1 request or given twice, or a body that
+    /// broke while it was being sent (malformed chunks, the client gone).
     ProtocolError,
 }
 

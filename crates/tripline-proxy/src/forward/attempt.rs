@@ -10,7 +10,7 @@ use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
 use super::Outbound;
-use crate::body::{ProxyBody, RequestBody, Tracked};
+use crate::body::{ClientUpload, ProxyBody, RequestBody, Tracked};
 use crate::config_source::ShadowFeed;
 use crate::grpc;
 use crate::headers::strip_hop_by_hop;
@@ -42,6 +42,11 @@ pub(super) enum Tried {
     },
     /// Nothing was sent: no endpoint, or no time left.
     Refused(Rejection),
+    /// The client's own body broke while it was being sent, or was still
+    /// arriving when the try's time ran out: the try is neither the
+    /// endpoint's failure nor the route's (its lease was released
+    /// unrecorded), and it is not retried.
+    ClientFault(Rejection),
 }
 
 impl Tried {
@@ -51,7 +56,16 @@ impl Tried {
             Tried::Answered { outcome, .. }
             | Tried::Failed { outcome, .. }
             | Tried::Settled { outcome, .. } => Some(*outcome),
-            Tried::Refused(_) => None,
+            Tried::Refused(_) | Tried::ClientFault(_) => None,
+        }
+    }
+
+    /// What the access log calls the try.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Tried::Refused(_) => "refused",
+            Tried::ClientFault(_) => "client_body",
+            tried => tried.outcome().map_or("refused", EndpointOutcome::as_str),
         }
     }
 
@@ -77,7 +91,7 @@ impl Tried {
     pub(super) fn into_response(
         self,
         route: &Route,
-        settle_route: impl FnOnce(EndpointOutcome) + Send + Sync + Unpin + 'static,
+        settle_route: impl FnOnce(Option<EndpointOutcome>) + Send + Sync + Unpin + 'static,
     ) -> Response<ProxyBody> {
         match self {
             Tried::Answered {
@@ -98,19 +112,23 @@ impl Tried {
                         (true, _) => outcome,
                     };
                     record(lease, outcome, shadow);
-                    settle_route(outcome);
+                    settle_route(Some(outcome));
                 });
                 Response::from_parts(parts, body.boxed())
             }
             Tried::Settled { response, outcome } => {
-                settle_route(outcome);
+                settle_route(Some(outcome));
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, body)
             }
             Tried::Failed { reason, outcome } => {
-                settle_route(outcome);
+                settle_route(Some(outcome));
                 Rejection::new(reason, Some(&route.name)).response()
+            }
+            Tried::ClientFault(rejection) => {
+                settle_route(None);
+                rejection.response()
             }
             Tried::Refused(rejection) => rejection.response(),
         }
@@ -227,6 +245,11 @@ pub(super) async fn send(
                 shadow,
             }
         }
+        Ok(Err(_)) if parts.client_body.as_ref().is_some_and(ClientUpload::broke) => {
+            // Dropped unrecorded: the library releases the lease neutrally.
+            drop(lease);
+            Tried::ClientFault(Rejection::new(Reason::ProtocolError, Some(&route.name)))
+        }
         Ok(Err(e)) => {
             let (reason, outcome) = if e.is_connect() {
                 (
@@ -238,6 +261,19 @@ pub(super) async fn send(
             };
             record(lease, outcome, shadow);
             Tried::Failed { reason, outcome }
+        }
+        Err(())
+            if parts
+                .client_body
+                .as_ref()
+                .is_some_and(ClientUpload::arriving) =>
+        {
+            // The time ran out while the client was still sending: the
+            // endpoint never had the whole request to answer. As when a
+            // body kept for retries arrives too slowly, the request's time
+            // is spent before it could be sent.
+            drop(lease);
+            Tried::ClientFault(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)))
         }
         Err(()) => {
             record(lease, EndpointOutcome::LocalOriginFailure, shadow);

@@ -48,7 +48,7 @@ use tokio::time::Instant;
 
 use super::connection::{PARK_GRACE, Settings};
 use crate::body::{ProxyBody, empty};
-use crate::forward::{Downstream, handle};
+use crate::forward::{Downstream, handle_with_one_host};
 use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
 use crate::proxy::Inner;
 use crate::server::{CUT, LevelMoves, reached};
@@ -172,7 +172,11 @@ where
         }
         let no_body = request.method() == Method::HEAD;
         let Some(response) = shutdown
-            .unless_cut(std::pin::pin!(handle(inner, request, peer.clone())))
+            .unless_cut(std::pin::pin!(handle_with_one_host(
+                inner,
+                request,
+                peer.clone()
+            )))
             .await
         else {
             return FastEnd::Dropped;
@@ -284,10 +288,15 @@ fn parse(buf: &mut BytesMut, spans: &mut Spans) -> Result<Request<ProxyBody>, Un
     };
     let head = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target));
-    let headers = h1_spans::header_map(&head, &spans[..count], |_, _| {});
-    let (Ok(uri), Ok(headers)) = (uri, headers) else {
-        // Taken out of the buffer already: only hyper's 400 is left to
-        // give, for a head it will read as malformed too.
+    let mut hosts = 0;
+    let headers = h1_spans::header_map(&head, &spans[..count], |name, _| {
+        hosts += usize::from(name == header::HOST);
+    });
+    let (Ok(uri), Ok(headers), 1) = (uri, headers, hosts) else {
+        // Taken out of the buffer already: only a 400 is left to give —
+        // hyper's, for a head it will read as malformed too, or the
+        // proxy's for a `Host` missing or given twice (hyper serves such
+        // a head; `forward::handle` refuses it).
         let mut back = BytesMut::with_capacity(head.len() + buf.len());
         back.extend_from_slice(&head);
         back.extend_from_slice(buf);

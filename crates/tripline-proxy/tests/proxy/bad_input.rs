@@ -131,3 +131,116 @@ async fn a_body_sent_too_slowly_to_keep_for_retries_is_cut_at_the_deadline() {
     assert_eq!(proxy.route_budget("api").unwrap().stats().deposits, 1);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_request_with_two_hosts_or_an_http11_request_without_one_is_refused_with_400() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    let refused: [&[u8]; 3] = [
+        // Bodiless: parsed by the proxy's own HTTP/1.1 loop.
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n",
+        // With a body: parsed by hyper.
+        b"POST / HTTP/1.1\r\nHost: a\r\nhost: b\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+        b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n",
+    ];
+    for case in refused {
+        let answer = raw(addr, case).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400"),
+            "{:?}: {answer}",
+            String::from_utf8_lossy(case)
+        );
+        assert!(
+            answer.contains("x-tripline-rejected: protocol_error"),
+            "{answer}"
+        );
+    }
+    assert_eq!(upstream.hits(), 0, "none of them reached the upstream");
+    // HTTP/1.0 predates Host: served without one.
+    let answer = raw(addr, b"GET / HTTP/1.0\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+    assert_eq!(upstream.hits(), 1);
+    running.shutdown().await;
+}
+
+/// Breakers that open after two failures in four calls.
+const TOUCHY: &str = r#"breaker = { window = { kind = "count", size = 4 }, minimum_calls = 2, failure_rate_threshold = 0.5, open_duration = "10s" }"#;
+
+/// Sends `request`, closes the sending side (the client is done or
+/// gone), and reads what comes back until the proxy closes.
+async fn raw_then_hang_up(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the proxy closes the connection");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_client_whose_upload_breaks_is_refused_and_the_endpoint_is_not_blamed() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[upstream.addr], TOUCHY, TOUCHY)).await;
+    for _ in 0..5 {
+        // A malformed chunk size: the body breaks after its head was sent.
+        let malformed =
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n";
+        let answer = raw(addr, malformed).await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(
+            answer.contains("x-tripline-rejected: protocol_error"),
+            "{answer}"
+        );
+        // The client hangs up with its body cut short.
+        let cut = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten b";
+        let answer = raw_then_hang_up(addr, cut).await;
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 400"),
+            "{answer}"
+        );
+    }
+    // Ten broken uploads, and neither breaker counted one as a failure.
+    let route = proxy.route_breaker("api").unwrap().metrics().calls;
+    assert_eq!((route.failed, route.ignored), (0, 10), "{route:?}");
+    let cluster = proxy.cluster("backend").unwrap();
+    let endpoint = cluster.endpoints()[0].breaker().metrics().calls;
+    assert_eq!(endpoint.failed, 0, "{endpoint:?}");
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_uploading_too_slowly_times_out_without_blaming_the_endpoint() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = format!("{TOUCHY}\ntimeout = {{ per_try = \"200ms\" }}");
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[upstream.addr], &route, TOUCHY)).await;
+    let mut crawling = Vec::new();
+    for _ in 0..3 {
+        // Ten bytes promised, three sent, and the client goes quiet.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = b"POST /doc HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
+        stream.write_all(head).await.unwrap();
+        let mut answer = vec![0u8; 1024];
+        let n = tokio::time::timeout(BOUND, stream.read(&mut answer))
+            .await
+            .expect("answered")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(
+            answer.contains("x-tripline-rejected: deadline_exceeded"),
+            "{answer}"
+        );
+        crawling.push(stream);
+    }
+    let route = proxy.route_breaker("api").unwrap().metrics().calls;
+    assert_eq!((route.failed, route.ignored), (0, 3), "{route:?}");
+    let cluster = proxy.cluster("backend").unwrap();
+    let endpoint = cluster.endpoints()[0].breaker().metrics().calls;
+    assert_eq!(endpoint.failed, 0, "{endpoint:?}");
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
