@@ -18,17 +18,24 @@ async fn raw(addr: SocketAddr, request: &[u8]) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// Asserts that `answer` (to `request`) is the proxy's own 400 for a
+/// malformed request.
+fn assert_protocol_error(request: &[u8], answer: &str) {
+    let request = String::from_utf8_lossy(request);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{request:?}: {answer}");
+    assert!(
+        answer.contains("x-tripline-rejected: protocol_error"),
+        "{request:?}: {answer}"
+    );
+}
+
 #[tokio::test]
 async fn conflicting_length_and_chunked_framing_is_refused_with_400() {
     let upstream = Upstream::start(|_| respond(200, "fine")).await;
     let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
     let smuggle = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
     let answer = raw(addr, smuggle).await;
-    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-    assert!(
-        answer.contains("x-tripline-rejected: protocol_error"),
-        "{answer}"
-    );
+    assert_protocol_error(smuggle, &answer);
     assert!(
         !answer.contains("fine"),
         "nothing reached the upstream: {answer}"
@@ -144,16 +151,7 @@ async fn a_request_with_two_hosts_or_an_http11_request_without_one_is_refused_wi
         b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n",
     ];
     for case in refused {
-        let answer = raw(addr, case).await;
-        assert!(
-            answer.starts_with("HTTP/1.1 400"),
-            "{:?}: {answer}",
-            String::from_utf8_lossy(case)
-        );
-        assert!(
-            answer.contains("x-tripline-rejected: protocol_error"),
-            "{answer}"
-        );
+        assert_protocol_error(case, &raw(addr, case).await);
     }
     assert_eq!(upstream.hits(), 0, "none of them reached the upstream");
     // HTTP/1.0 predates Host: served without one.
@@ -187,12 +185,7 @@ async fn a_client_whose_upload_breaks_is_refused_and_the_endpoint_is_not_blamed(
         // A malformed chunk size: the body breaks after its head was sent.
         let malformed =
             b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n";
-        let answer = raw(addr, malformed).await;
-        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-        assert!(
-            answer.contains("x-tripline-rejected: protocol_error"),
-            "{answer}"
-        );
+        assert_protocol_error(malformed, &raw(addr, malformed).await);
         // The client hangs up with its body cut short.
         let cut = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten b";
         let answer = raw_then_hang_up(addr, cut).await;
