@@ -9,7 +9,9 @@
 //! the route, either would let one client take a healthy endpoint out of
 //! service with a few broken or crawling uploads. [`watch`] marks the body
 //! so the try can tell them apart (Envoy, likewise, starts its route
-//! timeout only once the whole request has arrived).
+//! timeout only once the whole request has arrived). A try that waits
+//! because the endpoint does not take the body (backpressure: the body is
+//! not even asked for its next frame) stays the endpoint's.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,12 +24,16 @@ use http_body_util::BodyExt;
 
 use super::{BoxError, ProxyBody};
 
-/// The body is still arriving.
-const ARRIVING: u8 = 0;
+/// The try has the body's last frame and has not asked for the next (or
+/// has not begun to send it): if its time runs out now, the endpoint (or
+/// the way to it) is what is slow.
+const WITH_THE_TRY: u8 = 0;
+/// The try asked for the next frame and the client has not sent it.
+const WAITING_FOR_CLIENT: u8 = 1;
 /// The body arrived whole.
-const ARRIVED: u8 = 1;
+const ARRIVED: u8 = 2;
 /// The body broke on the client's side.
-const BROKE: u8 = 2;
+const BROKE: u8 = 3;
 
 /// How far the client's upload has come, as the try that sends it sees.
 #[derive(Clone, Debug, Default)]
@@ -39,14 +45,16 @@ impl ClientUpload {
         self.0.load(Ordering::Acquire) == BROKE
     }
 
-    /// Whether the client was still sending its body (neither finished
-    /// nor broken).
-    pub(crate) fn arriving(&self) -> bool {
-        self.0.load(Ordering::Acquire) == ARRIVING
+    /// Whether the try is waiting for the client to send more of its
+    /// body. Not so while the endpoint is slow to take what it was sent
+    /// (backpressure leaves the body unasked): that wait is the
+    /// endpoint's.
+    pub(crate) fn waiting_for_client(&self) -> bool {
+        self.0.load(Ordering::Acquire) == WAITING_FOR_CLIENT
     }
 }
 
-/// `body`, reporting how its upload went through the returned
+/// `body`, reporting how its upload goes through the returned
 /// [`ClientUpload`]. A body already at its end cannot fail nor be late: it
 /// is returned as it is, with nothing to watch (a bodiless request costs
 /// no allocation here).
@@ -77,13 +85,14 @@ impl Body for Watched {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         let now = match &polled {
+            Poll::Pending => WAITING_FOR_CLIENT,
             Poll::Ready(Some(Err(_))) => BROKE,
             Poll::Ready(None) => ARRIVED,
             Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => ARRIVED,
-            _ => return polled,
+            Poll::Ready(Some(Ok(_))) => WITH_THE_TRY,
         };
         // Release, before the frame or error is handed on: the try that
-        // reads the state after the upstream client returned sees it.
+        // reads the state once the upstream client has returned sees it.
         self.upload.0.store(now, Ordering::Release);
         polled
     }
@@ -101,43 +110,65 @@ impl Body for Watched {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::task::Waker;
+
     use super::*;
     use crate::body::{empty, full};
 
-    /// A body whose only frame is an error, as hyper yields for a
-    /// malformed chunk.
-    struct Broken;
+    /// A client body: `frames` in turn, then the client stalls.
+    struct Client {
+        frames: Vec<Result<Frame<Bytes>, BoxError>>,
+    }
 
-    impl Body for Broken {
+    impl Body for Client {
         type Data = Bytes;
         type Error = BoxError;
 
         fn poll_frame(
-            self: Pin<&mut Self>,
+            mut self: Pin<&mut Self>,
             _: &mut Context<'_>,
         ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-            Poll::Ready(Some(Err("invalid chunk size".into())))
+            match self.frames.is_empty() {
+                true => Poll::Pending,
+                false => Poll::Ready(Some(self.frames.remove(0))),
+            }
         }
     }
 
-    #[tokio::test]
-    async fn a_failing_body_is_marked_broken_and_passes_the_error_on() {
-        let (mut body, upload) = watch(Broken.boxed());
+    fn poll(body: &mut ProxyBody) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn the_try_waits_for_the_client_only_once_it_asked_for_a_frame_not_sent() {
+        let frames = vec![Ok(Frame::data(Bytes::from("part")))];
+        let (mut body, upload) = watch(Client { frames }.boxed());
         let upload = upload.unwrap();
-        assert!(upload.arriving() && !upload.broke());
-        let frame = body.frame().await.unwrap();
-        assert!(frame.is_err());
-        assert!(upload.broke() && !upload.arriving());
+        // Not asked yet (the try is connecting): the wait is the endpoint's.
+        assert!(!upload.waiting_for_client());
+        assert!(poll(&mut body).is_ready());
+        // Handed a frame, not asked for the next (backpressure).
+        assert!(!upload.waiting_for_client());
+        assert!(poll(&mut body).is_pending());
+        assert!(upload.waiting_for_client() && !upload.broke());
+    }
+
+    #[test]
+    fn a_failing_body_is_marked_broken_and_passes_the_error_on() {
+        let frames = vec![Err("invalid chunk size".into())];
+        let (mut body, upload) = watch(Client { frames }.boxed());
+        let upload = upload.unwrap();
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Err(_)))));
+        assert!(upload.broke() && !upload.waiting_for_client());
     }
 
     #[tokio::test]
-    async fn a_body_that_ends_well_has_arrived_and_did_not_break() {
+    async fn a_body_that_arrives_whole_is_neither_waited_for_nor_broken() {
         let (body, upload) = watch(full("hello"));
         let upload = upload.unwrap();
-        assert!(upload.arriving());
         let collected = body.collect().await.unwrap();
         assert_eq!(collected.to_bytes(), "hello");
-        assert!(!upload.broke() && !upload.arriving());
+        assert!(!upload.broke() && !upload.waiting_for_client());
     }
 
     #[test]

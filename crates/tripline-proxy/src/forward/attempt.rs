@@ -42,8 +42,8 @@ pub(super) enum Tried {
     },
     /// Nothing was sent: no endpoint, or no time left.
     Refused(Rejection),
-    /// The client's own body broke while it was being sent, or was still
-    /// arriving when the try's time ran out: the try is neither the
+    /// The client's own body broke while it was being sent, or the try
+    /// was waiting for the client to send more of it when its time ran out: the try is neither the
     /// endpoint's failure nor the route's (its lease was released
     /// unrecorded), and it is not retried.
     ClientFault(Rejection),
@@ -266,7 +266,7 @@ pub(super) async fn send(
             if parts
                 .client_body
                 .as_ref()
-                .is_some_and(ClientUpload::arriving) =>
+                .is_some_and(ClientUpload::waiting_for_client) =>
         {
             // The time ran out while the client was still sending: the
             // endpoint never had the whole request to answer. As when a

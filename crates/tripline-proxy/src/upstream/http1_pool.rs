@@ -59,7 +59,7 @@ type IdleLists = HashMap<Arc<str>, IdleList, foldhash::fast::RandomState>;
 struct IdleList {
     key: Arc<str>,
     /// hyper's connections (requests with a body).
-    hyper: Vec<Idle<SendRequest<ProxyBody>>>,
+    hyper: Vec<Idle<HyperConn>>,
     /// Bare connections (bodiless requests, [`h1`]).
     raw: Vec<Idle<RawConn>>,
 }
@@ -86,12 +86,29 @@ trait Pooled {
         Self: Sized;
 }
 
-impl Pooled for SendRequest<ProxyBody> {
+/// A hyper connection: the handle requests are sent on, and its driver
+/// task. Dropping it ends the driver at once: a connection is only ever
+/// dropped unusable (a try abandoned mid-request, an answer left unread)
+/// or idle, and a driver left to itself would try to flush a request
+/// whose endpoint stopped reading — forever, with both sockets and the
+/// client's body held, since TCP never gives up on a closed window.
+struct HyperConn {
+    sender: SendRequest<ProxyBody>,
+    driver: tokio::task::AbortHandle,
+}
+
+impl Drop for HyperConn {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+impl Pooled for HyperConn {
     fn is_open(&self) -> bool {
-        !self.is_closed()
+        !self.sender.is_closed()
     }
     fn can_send(&self) -> bool {
-        self.is_ready()
+        self.sender.is_ready()
     }
     fn list(idle: &mut IdleList) -> &mut Vec<Idle<Self>> {
         &mut idle.hyper
@@ -160,9 +177,9 @@ impl Http1Pool {
                 .await;
         }
         let slot = thread_slot();
-        while let Some((mut sender, key)) = self.shared.checkout::<SendRequest<_>>(slot, address) {
-            match sender.try_send_request(request).await {
-                Ok(response) => return Ok(self.answer(response, sender, slot, key)),
+        while let Some((mut conn, key)) = self.shared.checkout::<HyperConn>(slot, address) {
+            match conn.sender.try_send_request(request).await {
+                Ok(response) => return Ok(self.answer(response, conn, slot, key)),
                 Err(mut unsent) => match unsent.take_message() {
                     // The connection closed before the request was
                     // written: nothing reached the endpoint, try another.
@@ -171,10 +188,10 @@ impl Http1Pool {
                 },
             }
         }
-        let mut sender = self.connect(address).await?;
+        let mut conn = self.connect(address).await?;
         let key = self.shared.key(slot, address);
-        match sender.try_send_request(request).await {
-            Ok(response) => Ok(self.answer(response, sender, slot, key)),
+        match conn.sender.try_send_request(request).await {
+            Ok(response) => Ok(self.answer(response, conn, slot, key)),
             Err(failed) => Err(UpstreamError::other(failed.into_error())),
         }
     }
@@ -230,18 +247,21 @@ impl Http1Pool {
 
     /// Opens a connection to `address` and spawns its hyper driver on
     /// this runtime.
-    async fn connect(&self, address: &str) -> Result<SendRequest<ProxyBody>, UpstreamError> {
+    async fn connect(&self, address: &str) -> Result<HyperConn, UpstreamError> {
         let stream = self.open(address).await?;
         let (sender, connection) = http1::Builder::new()
             .handshake(TokioIo::new(stream))
             .await
             .map_err(UpstreamError::connect)?;
-        tokio::spawn(async move {
+        let driver = tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "tripline-proxy: upstream connection ended");
             }
         });
-        Ok(sender)
+        Ok(HyperConn {
+            sender,
+            driver: driver.abort_handle(),
+        })
     }
 
     /// The endpoint's answer, its body wrapped to bring the connection
@@ -251,13 +271,13 @@ impl Http1Pool {
     fn answer(
         &self,
         response: Response<Incoming>,
-        sender: SendRequest<ProxyBody>,
+        conn: HyperConn,
         slot: usize,
         key: Arc<str>,
     ) -> Response<ProxyBody> {
         let back = Return {
             pool: self.clone(),
-            sender,
+            conn,
             slot,
             key,
         };
@@ -387,7 +407,7 @@ fn thread_slot() -> usize {
 /// A connection on its way back to its idle list.
 struct Return {
     pool: Http1Pool,
-    sender: SendRequest<ProxyBody>,
+    conn: HyperConn,
     slot: usize,
     key: Arc<str>,
 }
@@ -398,16 +418,16 @@ impl Return {
     fn give(self) {
         let Return {
             pool,
-            mut sender,
+            mut conn,
             slot,
             key,
         } = self;
-        if sender.is_ready() {
-            pool.checkin(slot, key, sender);
-        } else if !sender.is_closed() {
+        if conn.sender.is_ready() {
+            pool.checkin(slot, key, conn);
+        } else if !conn.sender.is_closed() {
             tokio::spawn(async move {
-                if sender.ready().await.is_ok() {
-                    pool.checkin(slot, key, sender);
+                if conn.sender.ready().await.is_ok() {
+                    pool.checkin(slot, key, conn);
                 }
             });
         }
