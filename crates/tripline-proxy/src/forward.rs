@@ -60,11 +60,6 @@ pub(crate) struct Outbound {
     /// one): a try that fails because the body broke, or times out while
     /// it is still arriving, is the client's fault, not the endpoint's.
     pub(crate) client_body: Option<ClientUpload>,
-    /// Whether the request's deadline is the client's (its
-    /// `tripline-timeout-ms` or `grpc-timeout`, earlier than the route's
-    /// own `overall`): a try cut short by it was not given the route's
-    /// time, so its timeout says nothing of the endpoint.
-    pub(crate) deadline_is_clients: bool,
 }
 
 impl Deref for Outbound {
@@ -160,7 +155,6 @@ async fn forward(
     };
     let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
     let deadline = Deadline::earliest(incoming, own);
-    let deadline_is_clients = incoming.is_some() && incoming == deadline && incoming != own;
     strip_hop_by_hop(&mut parts.headers);
     let peer = downstream.peer;
     let (body, client_body) = watch(body);
@@ -168,7 +162,6 @@ async fn forward(
         parts,
         forwarded: downstream.forwarded,
         client_body,
-        deadline_is_clients,
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;

@@ -114,12 +114,7 @@ pub struct TimeoutSection {
     /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
     /// header: the request's deadline is the earlier of it and `overall`,
     /// and the remaining budget is forwarded upstream in
-    /// `tripline-timeout-ms`. A try cut short by the client's deadline
-    /// (earlier than `per_try` and `overall`) is answered `503
-    /// deadline_exceeded` and charged to neither the endpoint nor the
-    /// route: the endpoint was not given the route's time, and a client
-    /// must not be able to trip a shared breaker by asking for answers in
-    /// a millisecond.
+    /// `tripline-timeout-ms`.
     pub honour_incoming: bool,
 }
 

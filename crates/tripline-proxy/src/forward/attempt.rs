@@ -43,8 +43,7 @@ pub(super) enum Tried {
     /// Nothing was sent: no endpoint, or no time left.
     Refused(Rejection),
     /// The client's own body broke while it was being sent, or the try
-    /// timed out on the client's account (its own deadline, or waiting for
-    /// more of its body): the try is neither the
+    /// was waiting for the client to send more of it when its time ran out: the try is neither the
     /// endpoint's failure nor the route's (its lease was released
     /// unrecorded), and it is not retried.
     ClientFault(Rejection),
@@ -207,13 +206,10 @@ pub(super) async fn send(
     let Ok(uri) = route.upstream.uri(address, parts) else {
         return Tried::Refused(Rejection::new(Reason::NoRoute, Some(&route.name)));
     };
-    // The try's time, and whether it is the client's deadline that sets it.
-    let (limit, clients_time) = match (route.timeout.per_try, remaining) {
-        (Some(per_try), Some(left)) => (Some(per_try.min(left)), left < per_try),
-        (None, Some(left)) => (Some(left), true),
-        (per_try, None) => (per_try, false),
+    let limit = match (route.timeout.per_try, remaining) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     };
-    let clients_time = clients_time && parts.deadline_is_clients;
     let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
@@ -267,17 +263,15 @@ pub(super) async fn send(
             Tried::Failed { reason, outcome }
         }
         Err(())
-            if clients_time
-                || parts
-                    .client_body
-                    .as_ref()
-                    .is_some_and(ClientUpload::waiting_for_client) =>
+            if parts
+                .client_body
+                .as_ref()
+                .is_some_and(ClientUpload::waiting_for_client) =>
         {
-            // The client's own deadline ran out before the route's time
-            // did, or the time ran out while the client was still sending
-            // (the endpoint never had the whole request to answer): either
-            // way the client's time was spent, and a client cannot trip the
-            // endpoint's breaker by asking for answers in 1 ms.
+            // The time ran out while the client was still sending: the
+            // endpoint never had the whole request to answer. As when a
+            // body kept for retries arrives too slowly, the request's time
+            // is spent before it could be sent.
             drop(lease);
             Tried::ClientFault(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)))
         }
