@@ -114,7 +114,11 @@ pub struct TimeoutSection {
     /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
     /// header: the request's deadline is the earlier of it and `overall`,
     /// and the remaining budget is forwarded upstream in
-    /// `tripline-timeout-ms`.
+    /// `tripline-timeout-ms`. A try cut short by the client's deadline is
+    /// charged like any timeout — in a gRPC mesh nearly every client sends
+    /// a deadline, and a hung endpoint must still trip its breaker — so
+    /// a route facing clients it does not trust turns this off: a client
+    /// asking for answers in a millisecond could otherwise trip it.
     pub honour_incoming: bool,
 }
 
