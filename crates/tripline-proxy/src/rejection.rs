@@ -24,7 +24,7 @@
 //! | BF | bulkhead full | 503 | `UO` (max requests) | yes |
 //! | BE | a retry was refused by the retry budget | last answer | `upstream_rq_retry_overflow` counter | yes |
 //! | RL | rate limited (`rate_limit`) | 429 | `RL` (rate limited, local or global) | yes |
-//! | DX | deadline already spent | 503 | `DT` (downstream duration timeout) | no |
+//! | DX | deadline already spent, or spent waiting for the client's body (charged to neither endpoint nor route) | 503 | `DT` (downstream duration timeout) | no |
 //! | UF | upstream connect failure | 503 | `UF` | no |
 //! | UT | upstream per-try timeout | 504 | `UT` | no |
 //! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` | no |
