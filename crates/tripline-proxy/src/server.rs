@@ -56,6 +56,7 @@ use crate::runtime::Binding;
 
 mod connection;
 mod h1_fast;
+mod linger;
 
 use connection::Settings;
 

@@ -69,7 +69,7 @@ use hyper::server::conn::{http1, http2};
 use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use prometheus_client::metrics::gauge::Gauge;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -80,6 +80,7 @@ use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::server::h1_fast::{self, FastEnd};
+use crate::server::linger::linger;
 use crate::server::{CUT, DRAINING, LevelMoves, reached};
 use crate::smuggling::Guarded;
 
@@ -377,11 +378,13 @@ async fn sniff<S: AsyncRead + Unpin>(io: &mut S) -> io::Result<Option<(bool, Byt
 enum Ended {
     /// Idle since the instant given, and closed by the park: park it.
     Idle(Instant),
-    /// Closed by hyper after its last answer, or by the drain: shut the
-    /// socket down.
+    /// Closed by hyper after its last answer, or by the drain: close it
+    /// so the client can read that answer ([`linger`]).
     Closed,
-    /// Failed (a malformed request, a timeout, a reset), or cut at the
-    /// end of the drain: drop it.
+    /// Failed (a malformed request, answered 400; a timeout; a reset):
+    /// close it as [`Ended::Closed`], so the client can read the 400.
+    Failed,
+    /// Cut at the end of the drain: drop it.
     Dropped,
 }
 
@@ -436,13 +439,7 @@ async fn serve_http1<S, Svc>(
                 }
                 continue;
             }
-            FastEnd::Closed => {
-                let _ = tokio::select! {
-                    shut = io.shutdown() => shut,
-                    _ = reached(stop, CUT) => Ok(()),
-                };
-                return;
-            }
+            FastEnd::Closed => return linger(&mut io, stop).await,
             FastEnd::Dropped => return,
         }
         let replay = Replay::new(first, io, activity.clone());
@@ -457,13 +454,9 @@ async fn serve_http1<S, Svc>(
         let ended = Box::pin(drive(&mut conn, activity, stop)).await;
         let since = match ended {
             Ended::Dropped => return,
-            Ended::Closed => {
+            Ended::Closed | Ended::Failed => {
                 let mut io = conn.into_parts().io.into_inner();
-                let _ = tokio::select! {
-                    shut = io.shutdown() => shut,
-                    _ = reached(stop, CUT) => Ok(()),
-                };
-                return;
+                return linger(&mut io, stop).await;
             }
             Ended::Idle(since) => since,
         };
@@ -549,7 +542,7 @@ where
             return Poll::Ready(match (done, parking) {
                 (Err(e), _) => {
                     tracing::debug!(error = %e, "connection ended");
-                    Ended::Dropped
+                    Ended::Failed
                 }
                 (Ok(()), Some(since)) if !draining => Ended::Idle(since),
                 (Ok(()), _) => Ended::Closed,

@@ -288,3 +288,29 @@ async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_
     );
     endpoint.abort();
 }
+
+#[tokio::test]
+async fn the_400_for_a_malformed_head_reaches_a_client_that_sent_more_after_it() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    for head in [
+        &b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+        &b"GET / HTTP/1.2\r\nHost: x\r\n\r\n"[..],
+    ] {
+        // Bytes the proxy will never read as a request: closed with them
+        // unread, the socket would be reset and the 400 lost.
+        let mut request = head.to_vec();
+        request.extend(std::iter::repeat_n(b'x', 64 * 1024));
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(&request).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut answer))
+            .await
+            .expect("the proxy closes the connection");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(read.is_ok(), "closed, not reset: {read:?} after {answer:?}");
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    }
+    assert_eq!(upstream.hits(), 0);
+    running.shutdown().await;
+}
