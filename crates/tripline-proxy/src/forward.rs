@@ -296,7 +296,8 @@ impl Finish {
             bulkhead,
             start,
         } = self;
-        // `None`: no verdict on the route (the client's own body broke).
+        // `None`: no verdict on the route (the client's own body broke, or
+        // the try's time ran out waiting for it).
         let settle_route = move |outcome: Option<EndpointOutcome>| {
             if let Some(permit) = route_permit {
                 let outcome = match outcome {

@@ -43,9 +43,9 @@ pub(super) enum Tried {
     /// Nothing was sent: no endpoint, or no time left.
     Refused(Rejection),
     /// The client's own body broke while it was being sent, or the try
-    /// was waiting for the client to send more of it when its time ran out: the try is neither the
-    /// endpoint's failure nor the route's (its lease was released
-    /// unrecorded), and it is not retried.
+    /// was waiting for the client to send more of it when its time ran
+    /// out: the try is neither the endpoint's failure nor the route's (its
+    /// lease was released unrecorded), and it is not retried.
     ClientFault(Rejection),
 }
 
