@@ -106,3 +106,35 @@ async fn an_unwritable_log_path_fails_the_start() {
     let proxy = tripline_proxy::Proxy::try_new(config).unwrap();
     assert!(proxy.start().await.is_err());
 }
+
+#[tokio::test]
+async fn a_try_spoiled_by_the_clients_own_body_is_logged_as_such() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let other = Upstream::start(|_| respond(200, "other")).await;
+    let good = Upstream::start(|_| respond(200, "good")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&log_config(other.addr, good.addr, &path)).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let malformed = b"POST /plain HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n";
+    stream.write_all(malformed).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(BOUND, stream.read_to_end(&mut answer))
+        .await
+        .expect("answered and closed")
+        .unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 400"));
+    drop(stream);
+    assert!(running.shutdown().await.complete);
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["status"], 400, "{text}");
+    assert_eq!(line["flag"], "DPE");
+    let attempts = line["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{text}");
+    assert_eq!(attempts[0]["endpoint"], good.addr.to_string());
+    assert_eq!(attempts[0]["outcome"], "client_body");
+}

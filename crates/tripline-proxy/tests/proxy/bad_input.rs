@@ -136,6 +136,7 @@ async fn a_body_sent_too_slowly_to_keep_for_retries_is_cut_at_the_deadline() {
     );
     assert_eq!(upstream.hits(), 0);
     assert_eq!(proxy.route_budget("api").unwrap().stats().deposits, 1);
+    drop(stream); // else the drain waits out the proxy's lingering close
     running.shutdown().await;
 }
 
@@ -235,6 +236,7 @@ async fn a_client_uploading_too_slowly_times_out_without_blaming_the_endpoint() 
     let endpoint = cluster.endpoints()[0].breaker().metrics().calls;
     assert_eq!(endpoint.failed, 0, "{endpoint:?}");
     assert_eq!(get(addr, "/").await.status, 200);
+    drop(crawling); // else the drain waits out the proxy's lingering close
     running.shutdown().await;
 }
 
