@@ -24,8 +24,8 @@
 //! `outcome` is the endpoint's (`success`, `ignored`, `upstream_failure`,
 //! `gateway_failure`, `connect_failure`, `local_origin_failure`),
 //! `refused` when nothing could be sent, or `client_body` when the
-//! client's own body broke or was still arriving as the try's time ran out
-//! (charged to no endpoint).
+//! client's own body broke, or the try's time ran out waiting for more of
+//! it (charged to no endpoint).
 
 mod writer;
 

@@ -58,7 +58,8 @@ pub(crate) struct Outbound {
     pub(crate) forwarded: ForwardedValues,
     /// How the client's body is arriving (`None` for a request without
     /// one): a try that fails because the body broke, or times out while
-    /// it is still arriving, is the client's fault, not the endpoint's.
+    /// it waits for more of the body, is the client's fault, not the
+    /// endpoint's.
     pub(crate) client_body: Option<ClientUpload>,
 }
 

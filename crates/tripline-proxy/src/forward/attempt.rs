@@ -63,7 +63,6 @@ impl Tried {
     /// What the access log calls the try.
     pub(super) fn name(&self) -> &'static str {
         match self {
-            Tried::Refused(_) => "refused",
             Tried::ClientFault(_) => "client_body",
             tried => tried.outcome().map_or("refused", EndpointOutcome::as_str),
         }

@@ -23,10 +23,10 @@ use crate::server::{CUT, reached};
 /// side (nginx waits up to 5 s between reads and 30 s in all; a client
 /// that has read its answer closes at once, so a short bound only limits
 /// what a client that never closes can hold).
-pub(crate) const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_TIME: Duration = Duration::from_secs(2);
 
 /// The most a closing connection reads and discards.
-pub(crate) const LINGER_BYTES: usize = 256 * 1024;
+const LINGER_BYTES: usize = 256 * 1024;
 
 /// Shuts `io`'s sending side down, then discards what the client still
 /// sends until it closes, [`LINGER_TIME`] passes, [`LINGER_BYTES`] have
