@@ -141,6 +141,16 @@ pub struct ProxySection {
     pub pool_idle_timeout: Duration,
     /// Idle keep-alive connections kept per endpoint.
     pub pool_max_idle_per_endpoint: usize,
+    /// How long data the proxy sent to an endpoint may stay unacknowledged,
+    /// or unread behind the endpoint's closed receive window, before the
+    /// connection is given up (`TCP_USER_TIMEOUT` on every upstream
+    /// socket, Linux). Without it a try to an endpoint that stopped reading
+    /// waits as long as the request's deadline, if it has none for ever,
+    /// and TCP keeps probing a vanished host for a quarter of an hour. At
+    /// least a millisecond; set it above the longest pause a healthy
+    /// endpoint takes while reading an upload.
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub upstream_stall_timeout: Duration,
     /// Add `x-envoy-overloaded: true` to the proxy's own overload
     /// refusals, for clients and meshes written against Envoy.
     pub envoy_compat: bool,
@@ -148,7 +158,8 @@ pub struct ProxySection {
 
 impl Default for ProxySection {
     /// 10 s drain, 10 s header read timeout, 60 s keep-alive timeout,
-    /// 1 s connect timeout, 90 s pooled idle connections, 64 per endpoint.
+    /// 1 s connect timeout, 90 s pooled idle connections, 64 per endpoint,
+    /// 30 s upstream stall timeout (HAProxy's usual `timeout server`).
     fn default() -> Self {
         ProxySection {
             drain_timeout: Duration::from_secs(10),
@@ -157,6 +168,7 @@ impl Default for ProxySection {
             connect_timeout: Duration::from_secs(1),
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_endpoint: 64,
+            upstream_stall_timeout: Duration::from_secs(30),
             envoy_compat: false,
         }
     }

@@ -86,7 +86,7 @@ impl ProxyBuilder {
         let config = self.config;
         config.validate()?;
         let clock = self.clock.unwrap_or_else(SharedClock::monotonic);
-        let upstreams = crate::upstream::build(&config, |_| None)?;
+        let upstreams = crate::upstream::build(&config, |_| None, false)?;
         let acceptors = config
             .listeners
             .iter()

@@ -114,10 +114,15 @@ impl Proxy {
             same.then(|| old.clusters.get(name).cloned()).flatten()
         };
         let clusters = build_clusters(&config, &inner.clock, kept_cluster)?;
-        let upstreams = crate::upstream::build(&config, |name| {
-            let same = old.config.clusters.get(name) == config.clusters.get(name);
-            same.then(|| old.upstreams.get(name).cloned()).flatten()
-        })?;
+        let clients_changed = !crate::upstream::same_clients(&old.config.proxy, &config.proxy);
+        let upstreams = crate::upstream::build(
+            &config,
+            |name| {
+                let same = old.config.clusters.get(name) == config.clusters.get(name);
+                same.then(|| old.upstreams.get(name).cloned()).flatten()
+            },
+            clients_changed,
+        )?;
         let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock)?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {

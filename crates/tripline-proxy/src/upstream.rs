@@ -25,7 +25,7 @@ use rustls_pki_types::ServerName;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::body::{BoxError, ProxyBody};
-use crate::config::{ConfigError, ProxyConfig, UpstreamProtocol};
+use crate::config::{ConfigError, ProxyConfig, ProxySection, UpstreamProtocol};
 use crate::forward::Outbound;
 
 pub(crate) mod h1;
@@ -206,17 +206,37 @@ pub(crate) struct ClusterUpstream {
     pub(crate) names: ResolvedNames,
 }
 
+/// Whether `before` and `after` make the same upstream clients: a reload
+/// keeps a cluster's client (and its pooled connections) only then, so
+/// that a changed connect, stall or pool setting takes effect.
+pub(crate) fn same_clients(before: &ProxySection, after: &ProxySection) -> bool {
+    let settings = |p: &ProxySection| {
+        (
+            p.connect_timeout,
+            p.upstream_stall_timeout,
+            p.pool_idle_timeout,
+            p.pool_max_idle_per_endpoint,
+        )
+    };
+    settings(before) == settings(after)
+}
+
 /// Builds every cluster's client, taking the one `keep` gives for a name
 /// instead when it gives one (a reload keeps an unchanged cluster's pool,
-/// and the names its DNS refresher writes).
+/// and the names its DNS refresher writes). When `clients_changed` (the
+/// settings [`same_clients`] compares), a kept cluster gets a new client
+/// and keeps only its names, which its kept refresher goes on writing.
 pub(crate) fn build(
     config: &ProxyConfig,
     keep: impl Fn(&str) -> Option<ClusterUpstream>,
+    clients_changed: bool,
 ) -> Result<BTreeMap<String, ClusterUpstream>, ConfigError> {
     let p = &config.proxy;
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(p.connect_timeout));
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    connector.set_tcp_user_timeout(Some(p.upstream_stall_timeout));
     let pooled = || {
         let mut builder = Client::builder(TokioExecutor::new());
         builder
@@ -226,17 +246,22 @@ pub(crate) fn build(
     };
     let http1 = Http1Pool::new(
         p.connect_timeout,
+        p.upstream_stall_timeout,
         p.pool_idle_timeout,
         p.pool_max_idle_per_endpoint,
     );
     let h2c = pooled().http2_only(true).build(connector.clone());
     let mut all = BTreeMap::new();
     for (name, section) in &config.clusters {
-        if let Some(kept) = keep(name) {
-            all.insert(name.clone(), kept);
-            continue;
-        }
-        let names = ResolvedNames::default();
+        let kept = keep(name);
+        let names = match kept {
+            Some(kept) if !clients_changed => {
+                all.insert(name.clone(), kept);
+                continue;
+            }
+            Some(kept) => kept.names,
+            None => ResolvedNames::default(),
+        };
         let upstream = match (&section.tls, section.protocol) {
             (None, UpstreamProtocol::Http1) => Upstream::Http1(http1.clone()),
             (None, UpstreamProtocol::H2c) => Upstream::H2c(h2c.clone()),

@@ -235,6 +235,16 @@ fn zero_or_unreadable_connection_timeouts_name_their_field() {
             "more than zero",
         ),
         (
+            in_proxy("upstream_stall_timeout = \"0s\""),
+            "proxy.upstream_stall_timeout",
+            "at least 1ms",
+        ),
+        (
+            in_proxy("upstream_stall_timeout = \"500us\""),
+            "proxy.upstream_stall_timeout",
+            "at least 1ms",
+        ),
+        (
             in_proxy("keep_alive_timeout = \"soon\""),
             "proxy.keep_alive_timeout",
             "is not a duration",

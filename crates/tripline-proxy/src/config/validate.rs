@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use tripline::CircuitBreakerConfig;
 use tripline::pipeline::PolicyConfigError;
@@ -65,6 +66,13 @@ impl ProxyConfig {
             .find(|(_, d)| d.is_some_and(|d| d.is_zero()));
         if let Some((field, _)) = zero {
             return Err(ConfigError::invalid(field, "must be more than zero"));
+        }
+        // The socket option counts whole milliseconds, and 0 turns it off.
+        if p.upstream_stall_timeout < Duration::from_millis(1) {
+            return Err(ConfigError::invalid(
+                "proxy.upstream_stall_timeout",
+                "must be at least 1ms",
+            ));
         }
         for (name, cluster) in &self.clusters {
             let at = format!("clusters.{name}");

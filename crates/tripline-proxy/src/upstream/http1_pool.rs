@@ -136,6 +136,8 @@ pub(crate) struct Http1Pool {
 
 struct Shared {
     connect_timeout: Duration,
+    /// `TCP_USER_TIMEOUT` of every connection (`upstream_stall_timeout`).
+    stall_timeout: Duration,
     idle_timeout: Duration,
     max_idle: usize,
     slots: Box<[Mutex<IdleLists>]>,
@@ -149,13 +151,20 @@ struct Idle<C> {
 }
 
 impl Http1Pool {
-    /// A pool that connects within `connect_timeout` and keeps at most
-    /// `max_idle` connections per endpoint and thread, each for at most
-    /// `idle_timeout`.
-    pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration, max_idle: usize) -> Self {
+    /// A pool that connects within `connect_timeout`, gives a connection
+    /// up once what it sent stays unacknowledged for `stall_timeout`, and
+    /// keeps at most `max_idle` connections per endpoint and thread, each
+    /// for at most `idle_timeout`.
+    pub(crate) fn new(
+        connect_timeout: Duration,
+        stall_timeout: Duration,
+        idle_timeout: Duration,
+        max_idle: usize,
+    ) -> Self {
         Http1Pool {
             shared: Arc::new(Shared {
                 connect_timeout,
+                stall_timeout,
                 idle_timeout,
                 max_idle,
                 slots: (0..SLOTS).map(|_| Mutex::default()).collect(),
@@ -242,6 +251,11 @@ impl Http1Pool {
             })?
             .map_err(UpstreamError::connect)?;
         let _ = stream.set_nodelay(true);
+        // Best effort, as hyper-util's connector does: a kernel without the
+        // option still serves, bounded by the try's own timeouts.
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        let _ =
+            socket2::SockRef::from(&stream).set_tcp_user_timeout(Some(self.shared.stall_timeout));
         Ok(stream)
     }
 

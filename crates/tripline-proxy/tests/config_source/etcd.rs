@@ -101,7 +101,7 @@ async fn an_invalid_document_is_refused_whole_and_the_proxy_keeps_serving_the_la
     push_document(&gateway, PREFIX, STRICT.as_bytes())
         .await
         .unwrap();
-    until(Duration::from_secs(1), "the good document", || async {
+    until(Duration::from_secs(10), "the good document", || async {
         (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(())
     })
     .await;
@@ -112,7 +112,7 @@ async fn an_invalid_document_is_refused_whole_and_the_proxy_keeps_serving_the_la
         .await
         .unwrap();
     let rejected = "tripline_config_rejected_total{source=\"etcd\"}";
-    until(Duration::from_secs(1), "the refusal counted", || async {
+    until(Duration::from_secs(10), "the refusal counted", || async {
         (support::metric(admin, rejected).await == Some(1.0)).then_some(())
     })
     .await;
@@ -139,7 +139,7 @@ async fn an_invalid_document_is_refused_whole_and_the_proxy_keeps_serving_the_la
         )
         .await
         .unwrap();
-    until(Duration::from_secs(1), "the second refusal", || async {
+    until(Duration::from_secs(10), "the second refusal", || async {
         (support::metric(admin, rejected).await == Some(2.0)).then_some(())
     })
     .await;
@@ -172,7 +172,7 @@ async fn an_operator_force_open_outlasts_pushes_until_reset() {
     push_document(&etcd.gateway(), PREFIX, STRICT.as_bytes())
         .await
         .unwrap();
-    let b = until(Duration::from_secs(1), "the push", || async {
+    let b = until(Duration::from_secs(10), "the push", || async {
         let b = breaker(admin, "api").await;
         (b["failure_rate_threshold"] == 0.25).then_some(b)
     })
@@ -203,7 +203,7 @@ async fn a_fleet_rollback_to_an_earlier_revision_restores_its_parameters() {
     push_document(&gateway, PREFIX, looser.as_bytes())
         .await
         .unwrap();
-    until(Duration::from_secs(1), "the second document", || async {
+    until(Duration::from_secs(10), "the second document", || async {
         (breaker(admin, "api").await["failure_rate_threshold"] == 0.75).then_some(())
     })
     .await;
@@ -213,7 +213,7 @@ async fn a_fleet_rollback_to_an_earlier_revision_restores_its_parameters() {
     let earlier = document_at(&gateway, PREFIX, first).await.unwrap().unwrap();
     push_document(&gateway, PREFIX, &earlier).await.unwrap();
     until(
-        Duration::from_secs(1),
+        Duration::from_secs(10),
         "the rolled-back document",
         || async { (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(()) },
     )

@@ -65,7 +65,7 @@ async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_
     assert_eq!(api["window"]["calls"], 4, "state kept");
     // The cluster's endpoint breakers follow the table named like the cluster.
     until(
-        Duration::from_secs(1),
+        Duration::from_secs(10),
         "the endpoint family's config",
         || async { (endpoint_breaker(admin).await["minimum_calls"] == 42).then_some(()) },
     )

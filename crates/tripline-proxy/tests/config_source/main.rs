@@ -26,7 +26,10 @@ use tokio::time::Instant;
 use serde_json::Value;
 
 /// Polls `check` every 20 ms until it gives `Some`, or panics naming
-/// `what` after `within`.
+/// `what` after `within`. A passing run returns as soon as the condition
+/// holds, so `within` only bounds a failing one: it is generous (a real
+/// etcd beside a CI build on two cores has taken over a second to deliver
+/// a watch event), except where the test states a latency goal.
 pub async fn until<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,

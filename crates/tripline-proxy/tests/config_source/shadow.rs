@@ -92,7 +92,7 @@ async fn a_shadow_twin_reports_the_trips_its_rules_would_have_made_on_proxy_traf
     );
     // 0 %: this instance is no canary, its live breaker keeps its rules.
     until(
-        Duration::from_secs(1),
+        Duration::from_secs(10),
         "the not-selected record",
         || async {
             audit(admin)

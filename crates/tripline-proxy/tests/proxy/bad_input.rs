@@ -242,16 +242,7 @@ async fn a_client_uploading_too_slowly_times_out_without_blaming_the_endpoint() 
 
 #[tokio::test]
 async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_closed() {
-    // Accepts connections and never reads from them: the upload fills the
-    // sockets' buffers and the proxy stops asking the client for more.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let stalled = listener.local_addr().unwrap();
-    let endpoint = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
-        }
-    });
+    let stalled = unreading_upstream().await;
     let route = format!("{TOUCHY}\ntimeout = {{ per_try = \"300ms\" }}");
     // A drain long past the test's bound: only connections that end on
     // their own let the proxy stop within it.
@@ -260,27 +251,12 @@ async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_
         "[proxy]\ndrain_timeout = \"60s\"\n\n[[listeners]]",
     );
     let (proxy, running, addr, _clock) = start_proxy(&text).await;
-    const SIZE: usize = 64 << 20;
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut reader, mut writer) = stream.into_split();
-    let upload = tokio::spawn(async move {
-        let head = format!("POST /doc HTTP/1.1\r\nHost: x\r\nContent-Length: {SIZE}\r\n\r\n");
-        writer.write_all(head.as_bytes()).await?;
-        writer.write_all(&vec![b'x'; SIZE]).await
-    });
-    let mut answer = vec![0u8; 1024];
-    let n = tokio::time::timeout(BOUND, reader.read(&mut answer))
-        .await
-        .expect("answered")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+    let answer = upload_and_read_answer(addr, 64 << 20).await;
     assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
     assert!(answer.contains("x-tripline-flag: UT"), "{answer}");
     let cluster = proxy.cluster("backend").unwrap();
     let calls = cluster.endpoints()[0].breaker().metrics().calls;
     assert_eq!(calls.failed, 1, "{calls:?}");
-    upload.abort();
-    drop(reader);
     // The abandoned try's connection was closed, not left flushing into
     // the stalled endpoint (which would hold the drain to its timeout).
     let drained = tokio::time::timeout(BOUND, running.shutdown()).await;
@@ -288,7 +264,6 @@ async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_
         drained.is_ok(),
         "the drain waited on the stalled connection"
     );
-    endpoint.abort();
 }
 
 #[tokio::test]

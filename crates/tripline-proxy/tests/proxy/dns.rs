@@ -98,5 +98,13 @@ async fn a_tls_endpoint_reached_by_address_is_verified_against_its_name() {
         let answer = get(addr, "/").await;
         assert_eq!((answer.status, answer.body.as_str()), (200, "HTTP/1.1"));
     }
+    // A reload that changes the upstream clients' settings gives the kept
+    // cluster a new client, which must still know the names.
+    let changed = format!("[proxy]\nconnect_timeout = \"2s\"\n{text}");
+    running
+        .reload(tripline_proxy::config::ProxyConfig::from_toml(&changed).unwrap())
+        .unwrap();
+    let answer = get(addr, "/").await;
+    assert_eq!((answer.status, answer.body.as_str()), (200, "HTTP/1.1"));
     running.shutdown().await;
 }

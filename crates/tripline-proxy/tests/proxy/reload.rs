@@ -178,3 +178,21 @@ outlier = { interval = "1s", base_ejection_time = "30s", max_ejection_percent = 
     assert!(!ejected(&proxy));
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_reload_applies_a_changed_upstream_setting_to_an_unchanged_cluster() {
+    let stalled = unreading_upstream().await;
+    let (_proxy, running, addr, _clock) = start_proxy(&routes(stalled, "10s", "")).await;
+    // The cluster is the same; only `[proxy]`'s stall timeout changes
+    // (from its 30 s default), which its kept client would not know.
+    let text = format!(
+        "[proxy]\nupstream_stall_timeout = \"300ms\"\n{}",
+        routes(stalled, "10s", "")
+    );
+    running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    let answer = upload_and_read_answer(addr, 64 << 20).await;
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    running.shutdown().await;
+}

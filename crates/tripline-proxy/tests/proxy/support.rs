@@ -87,6 +87,36 @@ where
     addr
 }
 
+/// An endpoint that accepts connections and never reads from them: an
+/// upload to it fills the sockets' buffers until its receive window closes.
+pub async fn unreading_upstream() -> SocketAddr {
+    raw_upstream(|stream| async move {
+        std::future::pending::<()>().await;
+        drop(stream);
+    })
+    .await
+}
+
+/// POSTs a body of `size` bytes to `addr` from a task of its own and
+/// returns the start of the answer, read within [`BOUND`]. The client is
+/// gone once this returns (a connection left open would make the proxy's
+/// drain wait out its lingering close).
+pub async fn upload_and_read_answer(addr: SocketAddr, size: usize) -> String {
+    let (mut reader, mut writer) = TcpStream::connect(addr).await.unwrap().into_split();
+    let upload = tokio::spawn(async move {
+        let head = format!("POST /doc HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n");
+        writer.write_all(head.as_bytes()).await?;
+        writer.write_all(&vec![b'x'; size]).await
+    });
+    let mut answer = vec![0u8; 1024];
+    let n = tokio::time::timeout(BOUND, reader.read(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    upload.abort();
+    String::from_utf8_lossy(&answer[..n]).into_owned()
+}
+
 pub fn respond(status: u16, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *r.status_mut() = StatusCode::from_u16(status).unwrap();

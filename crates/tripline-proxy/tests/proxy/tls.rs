@@ -354,3 +354,32 @@ fn contradictory_tls_settings_are_refused_before_any_file_is_read() {
     // An ALPN protocol the proxy does not speak is a parse error.
     assert!(ProxyConfig::from_toml(&format!("{base}tls = {{ alpn = [\"spdy/3\"] }}\n")).is_err());
 }
+
+#[tokio::test]
+async fn a_tls_endpoint_that_stops_reading_is_given_up_after_the_stall_timeout() {
+    let pki = Pki::new();
+    let acceptor = tokio_rustls::TlsAcceptor::from(pki.server_config(&[b"http/1.1"]));
+    // Completes the handshake, then never reads: the upload fills the
+    // sockets' buffers until the endpoint's receive window closes.
+    let stalled = raw_upstream(move |stream| {
+        let acceptor = acceptor.clone();
+        async move {
+            let held = acceptor.accept(stream).await;
+            std::future::pending::<()>().await;
+            drop(held);
+        }
+    })
+    .await;
+    let ca = toml_path(&pki.path("ca.pem"));
+    let text = tls_cluster_config(stalled, &format!("ca = {ca}")).replace(
+        "[[listeners]]",
+        "[proxy]\nupstream_stall_timeout = \"300ms\"\n\n[[listeners]]",
+    );
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let answer = upload_and_read_answer(addr, 64 << 20).await;
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    let cluster = proxy.cluster("backend").unwrap();
+    let calls = cluster.endpoints()[0].breaker().metrics().calls;
+    assert_eq!(calls.failed, 1, "{calls:?}");
+    running.shutdown().await;
+}
