@@ -20,6 +20,7 @@
 //! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
 //! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::fault) shaped |
 //! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
+//! | `tripline_proxy_http2_premature_reset_closes_total` | | HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset; Envoy's `downstream_rq_too_many_premature_resets`) |
 //!
 //! And one gauge, moved only when a connection parks or wakes (never per
 //! request):
@@ -70,6 +71,8 @@ pub(crate) struct ProxyMetrics {
     /// Idle connections parked on their bare socket, across every
     /// listener and runtime.
     pub(crate) parked: Gauge,
+    /// HTTP/2 connections closed for their client's premature resets.
+    pub(crate) premature_reset_closes: Counter,
 }
 
 /// Counters of one route, created up front so the request path only adds.
@@ -139,6 +142,12 @@ impl ProxyMetrics {
             "Idle HTTP/1 keep-alive connections parked on their bare socket (no HTTP buffers held)",
             parked.clone(),
         );
+        let premature_reset_closes = Counter::default();
+        registry.register(
+            format!("{prefix}_proxy_http2_premature_reset_closes"),
+            "HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset)",
+            premature_reset_closes.clone(),
+        );
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
@@ -148,6 +157,7 @@ impl ProxyMetrics {
             fallbacks,
             unrouted,
             parked,
+            premature_reset_closes,
         })
     }
 

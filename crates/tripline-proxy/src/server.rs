@@ -56,6 +56,7 @@ use crate::runtime::Binding;
 
 mod connection;
 mod h1_fast;
+mod h2_resets;
 mod linger;
 
 use connection::Settings;

@@ -80,6 +80,7 @@ use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::server::h1_fast::{self, FastEnd};
+use crate::server::h2_resets::StreamResets;
 use crate::server::linger::linger;
 use crate::server::{CUT, DRAINING, LevelMoves, reached};
 use crate::smuggling::Guarded;
@@ -224,6 +225,7 @@ fn service(
     peer: Downstream,
     conflict: Arc<AtomicBool>,
     activity: Arc<Activity>,
+    resets: Option<Arc<StreamResets>>,
 ) -> impl Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible, Future = Answering>
 + Send
 + Unpin
@@ -233,6 +235,7 @@ fn service(
         let peer = peer.clone();
         activity.started.fetch_add(1, Ordering::Relaxed);
         let finished = Finished(activity.clone());
+        let unanswered = resets.as_ref().map(|r| r.watch());
         let smuggled = conflict.load(Ordering::Acquire)
             && req.headers().contains_key(http::header::TRANSFER_ENCODING);
         if smuggled || closes(&req) {
@@ -249,6 +252,9 @@ fn service(
             } else {
                 handle(&inner, req.map(crate::body::boxed), peer).await
             };
+            if let Some(stream) = unanswered {
+                stream.answered();
+            }
             Ok(response.map(|body| Answer {
                 body,
                 _finished: finished,
@@ -292,14 +298,22 @@ pub(crate) async fn serve<S: Park>(
     let gauge = inner.metrics.parked.clone();
     // The service takes its own; the bodiless loop borrows these.
     let (fast_inner, fast_peer) = (inner.clone(), peer.clone());
-    let service = service(inner, peer, conflict, activity.clone());
     if h2 {
+        let resets = Arc::new(StreamResets::default());
+        let service = service(
+            inner,
+            peer,
+            conflict,
+            activity.clone(),
+            Some(resets.clone()),
+        );
         let io = TokioIo::new(Replay::new(first, io, activity.clone()));
         // Boxed, like HTTP/1's: the task is as large as its largest
         // state, and a parked HTTP/1 connection must not pay for HTTP/2's.
         let mut conn = Box::pin(settings.http2.serve_connection(io, service));
         tokio::select! {
             _ = conn.as_mut() => return,
+            _ = resets.exceeded() => return closed_for_resets(&fast_inner, &fast_peer, &resets),
             _ = no_stream_for(&activity, settings.keep_alive_timeout) => {
                 conn.as_mut().graceful_shutdown();
             }
@@ -308,9 +322,11 @@ pub(crate) async fn serve<S: Park>(
         // GOAWAY sent: the streams still open finish, up to the cut.
         tokio::select! {
             _ = conn.as_mut() => {}
+            _ = resets.exceeded() => closed_for_resets(&fast_inner, &fast_peer, &resets),
             _ = reached(&mut stop, CUT) => {}
         }
     } else {
+        let service = service(inner, peer, conflict, activity.clone(), None);
         let http1 = Http1 {
             settings: &settings,
             activity: &activity,
@@ -320,6 +336,20 @@ pub(crate) async fn serve<S: Park>(
         };
         serve_http1(io, first, service, &http1, &mut stop).await;
     }
+}
+
+/// Says why an HTTP/2 connection is being closed without GOAWAY (as
+/// Envoy aborts it): its client cancelled too many streams early
+/// ([`h2_resets`](super::h2_resets)). The caller drops the connection.
+fn closed_for_resets(inner: &Inner, peer: &Downstream, resets: &StreamResets) {
+    inner.metrics.premature_reset_closes.inc();
+    let (premature, closed) = resets.counts();
+    tracing::warn!(
+        client = %peer.peer,
+        premature,
+        closed,
+        "tripline-proxy: closing an HTTP/2 connection whose client cancelled {premature} of {closed} streams before their answer (rapid reset)"
+    );
 }
 
 /// Returns once an HTTP/2 connection has had no open stream for

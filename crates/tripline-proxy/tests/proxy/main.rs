@@ -16,6 +16,7 @@ mod envoy;
 mod fallbacks;
 mod faults;
 mod grpc;
+mod h2_resets;
 mod h2c;
 mod headers;
 mod hedging;
