@@ -64,7 +64,9 @@ pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,
     RateLimitSection, UPSTREAM_FAILURE,
 };
-pub use route::{FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection};
+pub use route::{
+    FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection, Upgrades,
+};
 pub use tls::{AlpnProtocol, ClusterTls, ListenerTls};
 pub(crate) use validate_protect::breaker_family;
 

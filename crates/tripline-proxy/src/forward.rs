@@ -12,14 +12,14 @@ use std::net::SocketAddr;
 use std::ops::Deref;
 use std::time::Duration;
 
-use http::{HeaderValue, Request, Response};
+use http::{HeaderValue, Request, Response, header};
 use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, TokioClock};
 use tripline::{Outcome, OwnedPermit};
 
 use crate::access_log::Trail;
 use crate::body::{ClientUpload, ProxyBody, RequestBody, read_for_replay, watch};
-use crate::headers::{ForwardedValues, strip_hop_by_hop};
+use crate::headers::{ForwardedValues, has_hop_by_hop, strip_hop_by_hop};
 use crate::proxy::Inner;
 use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
 use crate::route::Route;
@@ -61,6 +61,11 @@ pub(crate) struct Outbound {
     /// it waits for more of the body, is the client's fault, not the
     /// endpoint's.
     pub(crate) client_body: Option<ClientUpload>,
+    /// The client asks to switch protocols, and the route allows it: the
+    /// request carries `Upgrade` and `Connection: upgrade` upstream, goes
+    /// on an HTTP/1.1 connection the endpoint may take over with `101`,
+    /// and is never hedged.
+    pub(crate) upgrade: bool,
 }
 
 impl Deref for Outbound {
@@ -156,13 +161,28 @@ async fn forward(
     };
     let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
     let deadline = Deadline::earliest(incoming, own);
-    strip_hop_by_hop(&mut parts.headers);
+    // Only a request with hop-by-hop headers can ask for an upgrade; the
+    // others (nearly all) pay one pass over their header names.
+    let upgrade = match has_hop_by_hop(&parts.headers) {
+        true => {
+            let upgrade = route.upgrade_of(&parts);
+            strip_hop_by_hop(&mut parts.headers);
+            upgrade
+        }
+        false => None,
+    };
+    if let Some(protocols) = &upgrade {
+        let headers = &mut parts.headers;
+        headers.insert(header::UPGRADE, protocols.clone());
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    }
     let peer = downstream.peer;
     let (body, client_body) = watch(body);
     let parts = Outbound {
         parts,
         forwarded: downstream.forwarded,
         client_body,
+        upgrade: upgrade.is_some(),
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;

@@ -33,7 +33,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     // hashed removals it saves, on every request and every response.
     // A header `connection` names is only removed when `connection`
     // itself is present, which this pass finds.
-    if !headers.keys().any(is_hop_by_hop) {
+    if !has_hop_by_hop(headers) {
         return;
     }
     let named: Vec<HeaderName> = headers
@@ -47,6 +47,29 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
         headers.remove(name);
     }
     headers.remove(header::UPGRADE);
+}
+
+/// [`strip_hop_by_hop`] for an endpoint's answer: a `101 Switching
+/// Protocols` keeps the `Upgrade` it names and says `Connection: upgrade`,
+/// for the client's side of the connection switches too. (The proxy only
+/// sends upgrade requests a route allows, and only those can be answered
+/// `101`.)
+pub(crate) fn strip_answer_hop_by_hop(status: http::StatusCode, headers: &mut HeaderMap) {
+    let upgrade = match status {
+        http::StatusCode::SWITCHING_PROTOCOLS => headers.get(header::UPGRADE).cloned(),
+        _ => None,
+    };
+    strip_hop_by_hop(headers);
+    if let Some(protocol) = upgrade {
+        headers.insert(header::UPGRADE, protocol);
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    }
+}
+
+/// Whether `headers` has a header [`strip_hop_by_hop`] would remove (one
+/// pass comparing names): what a request must have to ask for an upgrade.
+pub fn has_hop_by_hop(headers: &HeaderMap) -> bool {
+    headers.keys().any(is_hop_by_hop)
 }
 
 fn is_hop_by_hop(name: &HeaderName) -> bool {

@@ -15,19 +15,20 @@
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|
-//! | `tripline_proxy_requests_total` | `route`, `code_class` (`2xx` … `5xx`) | answers sent, by route and status class |
+//! | `tripline_proxy_requests_total` | `route`, `code_class` (`1xx` … `5xx`) | answers sent, by route and status class |
 //! | `tripline_proxy_refusals_total` | `route`, `flag` | answers carrying a [flag](crate::rejection): refusals (`CO`, `HF`, `NH`, `BF`, `RL`, `DX`, …), upstream failures (`UF`, `UT`, `UC`) and retries the budget refused (`BE`) |
 //! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
 //! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::fault) shaped |
 //! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
 //! | `tripline_proxy_http2_premature_reset_closes_total` | | HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset; Envoy's `downstream_rq_too_many_premature_resets`) |
 //!
-//! And one gauge, moved only when a connection parks or wakes (never per
-//! request):
+//! And two gauges, moved only when a connection parks, wakes or switches
+//! protocols (never per request):
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|
 //! | `tripline_proxy_parked_connections` | | idle HTTP/1 keep-alive connections parked on their bare socket (hyper's buffers freed) until the client sends again or `keep_alive_timeout` passes |
+//! | `tripline_proxy_upgraded_connections` | | client connections switched to another protocol (`101`: WebSocket) and relayed to their endpoint |
 //!
 //! A route's keyed breakers (`breaker_key`) are exported as their
 //! registry's aggregate — breakers by state, creations, evictions,
@@ -54,8 +55,9 @@ use crate::route::Route;
 
 type Labels = Vec<(&'static str, String)>;
 
-/// The status classes counted; 1xx is never a final answer here.
-const CLASSES: [&str; 4] = ["2xx", "3xx", "4xx", "5xx"];
+/// The status classes counted. The only 1xx the proxy answers with is
+/// `101 Switching Protocols`, the last answer on its connection.
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// The exporter and the proxy's own counters, built once per proxy (a
 /// reload registers and unregisters sources in the same exporter, and
@@ -73,11 +75,14 @@ pub(crate) struct ProxyMetrics {
     pub(crate) parked: Gauge,
     /// HTTP/2 connections closed for their client's premature resets.
     pub(crate) premature_reset_closes: Counter,
+    /// Connections a client and an endpoint switched to another protocol
+    /// (`101`, WebSocket), relayed now.
+    pub(crate) tunnels: Gauge,
 }
 
 /// Counters of one route, created up front so the request path only adds.
 pub(crate) struct RouteCounters {
-    classes: [Counter; 4],
+    classes: [Counter; 5],
     flags: Vec<(&'static str, Counter)>,
     fallbacks: Vec<(&'static str, Counter)>,
 }
@@ -148,6 +153,12 @@ impl ProxyMetrics {
             "HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset)",
             premature_reset_closes.clone(),
         );
+        let tunnels = Gauge::default();
+        registry.register(
+            format!("{prefix}_proxy_upgraded_connections"),
+            "Client connections switched to another protocol (101, WebSocket) and relayed to their endpoint",
+            tunnels.clone(),
+        );
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             handler: MetricsHandler::with_registry(Arc::new(registry)),
@@ -158,6 +169,7 @@ impl ProxyMetrics {
             unrouted,
             parked,
             premature_reset_closes,
+            tunnels,
         })
     }
 
@@ -204,7 +216,7 @@ impl ProxyMetrics {
     /// Counts one answer of the route whose counters are `route` (`None`: unrouted).
     pub(crate) fn observe<B>(&self, route: Option<&RouteCounters>, response: &Response<B>) {
         let counters = route.unwrap_or(&self.unrouted);
-        let class = usize::from(response.status().as_u16() / 100).wrapping_sub(2);
+        let class = usize::from(response.status().as_u16() / 100).wrapping_sub(1);
         if let Some(c) = counters.classes.get(class) {
             c.inc();
         }

@@ -31,6 +31,8 @@ pub(crate) struct Route {
     failure: Box<[bool; 600]>,
     /// Rate limit, keyed breakers, hedging, fallback, gRPC classification.
     pub(crate) guard: Guard,
+    /// The protocols clients may upgrade to, lower-cased.
+    upgrades: Box<[String]>,
 }
 
 /// A route's match, parsed once.
@@ -113,7 +115,42 @@ impl Route {
             timeout: section.timeout.clone(),
             failure,
             guard: Guard::build(at, section, clock)?,
+            upgrades: section
+                .upgrades
+                .0
+                .iter()
+                .map(|p| p.to_ascii_lowercase())
+                .collect(),
         })
+    }
+
+    /// The `Upgrade` to pass on for `parts`, when the client asks to switch
+    /// protocols (HTTP/1.1, `Connection: upgrade`) to protocols all of which
+    /// the route allows; `None` for every other request, whose `Upgrade`
+    /// goes with the other hop-by-hop headers. Every protocol listed must
+    /// be allowed: the endpoint picks one, and a list with one allowed
+    /// protocol must not let it pick `h2c`.
+    pub(crate) fn upgrade_of(&self, parts: &Parts) -> Option<HeaderValue> {
+        if parts.version != http::Version::HTTP_11 || self.upgrades.is_empty() {
+            return None;
+        }
+        let upgrade = parts.headers.get(http::header::UPGRADE)?;
+        let asked = parts
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"upgrade"));
+        let mut protocols = upgrade.as_bytes().split(|b| *b == b',').map(|p| {
+            let p = p.trim_ascii();
+            p.split(|b| *b == b'/').next().unwrap_or(p)
+        });
+        let allowed = |p: &[u8]| {
+            self.upgrades
+                .iter()
+                .any(|u| p.eq_ignore_ascii_case(u.as_bytes()))
+        };
+        (asked && protocols.all(allowed)).then(|| upgrade.clone())
     }
 
     /// Whether the route takes the request.

@@ -58,6 +58,12 @@ impl<S> Guarded<S> {
         &self.inner
     }
 
+    /// The connection without the watch, for good: once a client and an
+    /// endpoint switched protocols, what follows is not HTTP/1.
+    pub(crate) fn into_inner(self) -> S {
+        self.inner
+    }
+
     /// The connection, to read without the watch: for a reader that
     /// parses every head itself (the bodiless path, which serves no
     /// request with `Transfer-Encoding` or a body), and hands whatever it

@@ -124,6 +124,7 @@ impl Upstream {
     ) -> Result<Response<ProxyBody>, UpstreamError> {
         if let Upstream::Http1(pool) = self
             && deadline.is_none()
+            && !outbound.upgrade
             && h1::is_bodiless(&outbound.method, &body)
         {
             let host = match outbound.headers.contains_key(header::HOST) {

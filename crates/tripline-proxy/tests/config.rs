@@ -80,6 +80,7 @@ fn defaults_fail_on_5xx_except_501_and_never_retry() {
     for s in [200, 404, 429, 501] {
         assert!(!route.failure_statuses.contains(s), "{s}");
     }
+    assert_eq!(route.upgrades.0, ["websocket"]);
 }
 
 #[test]
@@ -128,6 +129,12 @@ fn contradictions_name_their_field() {
             "bulkhead = { max_concurrent = 0 }",
             "routes[0].bulkhead.max_concurrent",
         ),
+        (
+            "upgrades = [\"websocket\", \"h2c\"]",
+            "routes[0].upgrades[1]",
+        ),
+        ("upgrades = [\"web socket\"]", "routes[0].upgrades[0]"),
+        ("upgrades = [\"\"]", "routes[0].upgrades[0]"),
     ];
     for (route, field) in cases {
         assert_eq!(error_field(&with_route(route)), field, "{route}");

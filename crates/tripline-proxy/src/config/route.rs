@@ -51,6 +51,27 @@ pub struct RouteSection {
     pub grpc_failure_codes: GrpcFailureCodes,
     /// Faults injected into the route's tries, for drills; absent: none.
     pub fault: Option<super::FaultSection>,
+    /// The protocols an HTTP/1.1 client may switch its connection to
+    /// (`Upgrade`, answered `101` by the endpoint), after which the proxy
+    /// relays bytes both ways until either side closes. Any other `Upgrade`
+    /// is removed as a hop-by-hop header and the request served as usual.
+    pub upgrades: Upgrades,
+}
+
+/// The protocols a route lets its clients upgrade to, compared
+/// case-insensitively with the protocol name in `Upgrade` (its version,
+/// after `/`, is not compared).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Upgrades(pub Vec<String>);
+
+impl Default for Upgrades {
+    /// WebSocket only. Not `h2c`: an HTTP/2 connection opened through the
+    /// proxy would carry requests the proxy never routes or sees (h2c
+    /// smuggling), so it is refused in the config as well.
+    fn default() -> Self {
+        Upgrades(vec!["websocket".to_owned()])
+    }
 }
 
 /// What a request must carry for a route to take it. Every field given

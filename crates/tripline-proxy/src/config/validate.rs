@@ -291,6 +291,25 @@ impl ProxyConfig {
                 "lists a 2xx status while retries are on: every success would be retried",
             ));
         }
+        for (i, protocol) in route.upgrades.0.iter().enumerate() {
+            let field = format!("{at}.upgrades[{i}]");
+            let token = !protocol.is_empty()
+                && protocol
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token {
+                return Err(ConfigError::invalid(
+                    field,
+                    format!("{protocol:?} is not a protocol name (an HTTP token)"),
+                ));
+            }
+            if protocol.eq_ignore_ascii_case("h2c") {
+                return Err(ConfigError::invalid(
+                    field,
+                    "h2c cannot be passed: an HTTP/2 connection through the proxy would carry requests it never routes (h2c smuggling)",
+                ));
+            }
+        }
         self.validate_protections(at, route)
     }
 }

@@ -13,7 +13,7 @@ use super::Outbound;
 use crate::body::{ClientUpload, ProxyBody, RequestBody, Tracked};
 use crate::config_source::ShadowFeed;
 use crate::grpc;
-use crate::headers::strip_hop_by_hop;
+use crate::headers::strip_answer_hop_by_hop;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
 use crate::route::Route;
@@ -100,7 +100,7 @@ impl Tried {
                 shadow,
             } => {
                 let (mut parts, body) = response.into_parts();
-                strip_hop_by_hop(&mut parts.headers);
+                strip_answer_hop_by_hop(parts.status, &mut parts.headers);
                 // A gRPC answer's outcome may come in its trailers.
                 let (body, trailers) = grpc::watch(&parts.headers, body);
                 let grpc = route.guard.grpc;
@@ -118,7 +118,7 @@ impl Tried {
             Tried::Settled { response, outcome } => {
                 settle_route(Some(outcome));
                 let (mut parts, body) = response.into_parts();
-                strip_hop_by_hop(&mut parts.headers);
+                strip_answer_hop_by_hop(parts.status, &mut parts.headers);
                 Response::from_parts(parts, body)
             }
             Tried::Failed { reason, outcome } => {

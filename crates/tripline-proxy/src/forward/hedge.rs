@@ -39,7 +39,8 @@ pub(super) async fn try_maybe_hedged(
     tried: &mut Vec<EndpointId>,
 ) -> Tried {
     let hedge = match &route.guard.hedge {
-        Some(h) if body.is_replayable() && route.may_hedge(&parts.method) => h,
+        // Two endpoints must not both take over a connection for one client.
+        Some(h) if body.is_replayable() && route.may_hedge(&parts.method) && !parts.upgrade => h,
         _ => return attempt::try_once(proxy, route, parts, body, deadline, tried).await,
     };
     // Failed tries are put aside, recorded on their endpoints at once: a

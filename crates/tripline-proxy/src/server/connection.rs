@@ -49,15 +49,20 @@
 //! request, and the grace timer wakes a busy connection once per grace. The
 //! smuggling guard ([`Guarded`]) sits under the replaying wrapper, so each
 //! byte hyper reads is scanned once; [`h1_fast`] reads past it and has it
-//! watch, from their head on, the bytes it hands to hyper. Upgrades are
-//! not served (the proxy strips `Upgrade`), as before.
+//! watch, from their head on, the bytes it hands to hyper.
+//!
+//! An upgrade the route allows (WebSocket) is served by hyper: when the
+//! endpoint answers `101`, the request leaves the endpoint's side of the
+//! switched connection in the [`Activity`]; hyper writes the `101`, lets
+//! go of the socket, and [`tunnel`] relays bytes both ways, unwatched and
+//! never parked, until either side closes or the drain is cut.
 
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -67,9 +72,10 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper::service::Service;
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use prometheus_client::metrics::gauge::Gauge;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -166,9 +172,31 @@ pub(crate) struct Activity {
     finished: AtomicUsize,
     /// Set by a request after which hyper closes the connection itself.
     never_park: AtomicBool,
+    /// The endpoint's side of a connection it took over (`101`), left by
+    /// the request for the connection to relay once hyper has written
+    /// the `101` and let go of the socket.
+    taken_over: Mutex<Option<OnUpgrade>>,
 }
 
 impl Activity {
+    /// Leaves the endpoint's side of a connection it took over, for the
+    /// connection to relay to once hyper lets go of the socket.
+    fn take_over(&self, endpoint: OnUpgrade) {
+        self.never_park.store(true, Ordering::Relaxed);
+        *self
+            .taken_over
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(endpoint);
+    }
+
+    /// The endpoint's side of a connection it took over, if it did.
+    fn taken_over(&self) -> Option<OnUpgrade> {
+        self.taken_over
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
     fn sample(&self) -> (usize, usize, usize) {
         (
             self.reads.load(Ordering::Relaxed),
@@ -245,13 +273,18 @@ fn service(
         // connection; a pointer keeps serving connections small (see
         // benches/README.md, HTTP proxy) for one allocation per request.
         Box::pin(async move {
-            let response = if smuggled {
+            let mut response = if smuggled {
                 let response = Rejection::new(Reason::ProtocolError, None).response();
                 inner.metrics.observe(None, &response);
                 response
             } else {
                 handle(&inner, req.map(crate::body::boxed), peer).await
             };
+            if response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+                && let Some(endpoint) = response.extensions_mut().remove::<OnUpgrade>()
+            {
+                finished.0.take_over(endpoint);
+            }
             if let Some(stream) = unanswered {
                 stream.answered();
             }
@@ -482,6 +515,12 @@ async fn serve_http1<S, Svc>(
         );
         // Boxed too: its timers and select are not needed while parked.
         let ended = Box::pin(drive(&mut conn, activity, stop)).await;
+        if let Ended::Closed = ended
+            && let Some(endpoint) = activity.taken_over()
+        {
+            let io = conn.into_parts();
+            return Box::pin(tunnel(io.io, io.read_buf, endpoint, inner, stop)).await;
+        }
         let since = match ended {
             Ended::Dropped => return,
             Ended::Closed | Ended::Failed => {
@@ -511,6 +550,43 @@ async fn serve_http1<S, Svc>(
             return;
         }
     }
+}
+
+/// Relays bytes both ways between the client and the endpoint that took
+/// its connection over (`101`), until either closes or the drain is cut.
+/// What the client sent after its request and hyper had already read —
+/// often its first frame — goes to the endpoint first. Bytes are relayed
+/// as they are: the smuggling guard watches HTTP/1 heads, not the
+/// protocol the two sides switched to.
+async fn tunnel<S: Park>(
+    io: TokioIo<Replay<Guarded<S>>>,
+    read_buf: Bytes,
+    endpoint: OnUpgrade,
+    inner: &Inner,
+    stop: &mut watch::Receiver<u8>,
+) {
+    let (guarded, unread) = io.into_inner().into_parts();
+    let mut client = guarded.into_inner();
+    let early = unparsed(read_buf, unread);
+    let relay = async {
+        // hyper's upstream driver hands the socket over as soon as it has
+        // read the `101`, which the client has just been sent.
+        let mut endpoint = TokioIo::new(endpoint.await?);
+        endpoint.write_all(&early).await?;
+        tokio::io::copy_bidirectional(&mut client, &mut endpoint).await?;
+        Ok::<_, BoxError>(())
+    };
+    let gauge = &inner.metrics.tunnels;
+    gauge.inc();
+    tokio::select! {
+        relayed = relay => {
+            if let Err(e) = relayed {
+                tracing::debug!(error = %e, "tripline-proxy: upgraded connection ended");
+            }
+        }
+        _ = reached(stop, CUT) => {}
+    }
+    gauge.dec();
 }
 
 /// What a closed hyper connection had read but not parsed (`read_buf`),

@@ -94,12 +94,25 @@ trait Pooled {
 /// client's body held, since TCP never gives up on a closed window.
 struct HyperConn {
     sender: SendRequest<ProxyBody>,
-    driver: tokio::task::AbortHandle,
+    /// `None` once the endpoint took the connection over (`101`): the
+    /// driver then ends on its own, after handing the socket to the answer.
+    driver: Option<tokio::task::AbortHandle>,
+}
+
+impl HyperConn {
+    /// Lets the driver finish what it is doing: the endpoint switched
+    /// protocols, and the driver hands the socket over to the answer's
+    /// upgrade before it ends.
+    fn taken_over(mut self) {
+        self.driver = None;
+    }
 }
 
 impl Drop for HyperConn {
     fn drop(&mut self) {
-        self.driver.abort();
+        if let Some(driver) = &self.driver {
+            driver.abort();
+        }
     }
 }
 
@@ -180,7 +193,10 @@ impl Http1Pool {
         address: &str,
         mut request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
-        if h1::is_bodiless(request.method(), request.body()) {
+        // The bare connection cannot be taken over: an upgrade goes on hyper's.
+        if h1::is_bodiless(request.method(), request.body())
+            && !request.headers().contains_key(http::header::UPGRADE)
+        {
             return self
                 .send_bodiless(address, &RequestHead::of(&request))
                 .await;
@@ -268,13 +284,13 @@ impl Http1Pool {
             .await
             .map_err(UpstreamError::connect)?;
         let driver = tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            if let Err(e) = connection.with_upgrades().await {
                 tracing::debug!(error = %e, "tripline-proxy: upstream connection ended");
             }
         });
         Ok(HyperConn {
             sender,
-            driver: driver.abort_handle(),
+            driver: Some(driver.abort_handle()),
         })
     }
 
@@ -289,6 +305,10 @@ impl Http1Pool {
         slot: usize,
         key: Arc<str>,
     ) -> Response<ProxyBody> {
+        if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+            conn.taken_over();
+            return response.map(crate::body::boxed);
+        }
         let back = Return {
             pool: self.clone(),
             conn,

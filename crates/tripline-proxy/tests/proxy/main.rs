@@ -35,5 +35,6 @@ mod retries;
 mod scrape;
 mod support;
 mod tls;
+mod upgrades;
 mod upstream_failures;
 mod upstream_pool;
