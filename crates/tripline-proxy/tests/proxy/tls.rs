@@ -55,7 +55,7 @@ impl Pki {
     }
 
     /// A rustls server config of the leaf, offering `alpn`.
-    fn server_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
+    pub fn server_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
         let certs = CertificateDer::pem_file_iter(self.path("cert.pem"))
             .unwrap()
             .collect::<Result<Vec<_>, _>>()

@@ -16,6 +16,45 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::support::*;
 
+/// Serves one connection of [`EchoEndpoint`]: an upgrade request is
+/// answered `101` and its bytes echoed back; any other gets `plain`.
+async fn serve_echo<S>(stream: S, kept: Arc<Mutex<Vec<HeaderMap>>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |mut req: Request<Incoming>| {
+        kept.lock().unwrap().push(req.headers().clone());
+        let upgrade = req.headers().get(header::UPGRADE).cloned();
+        let on_upgrade = hyper::upgrade::on(&mut req);
+        async move {
+            let Some(protocol) = upgrade else {
+                return Ok::<_, hyper::Error>(Response::new(Full::new(Bytes::from_static(
+                    b"plain",
+                ))));
+            };
+            tokio::spawn(async move {
+                let mut io = TokioIo::new(on_upgrade.await.unwrap());
+                let mut buf = [0u8; 1024];
+                while let Ok(n @ 1..) = io.read(&mut buf).await {
+                    if io.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut switched = Response::new(Full::new(Bytes::new()));
+            *switched.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            let headers = switched.headers_mut();
+            headers.insert(header::UPGRADE, protocol);
+            headers.insert(header::CONNECTION, "upgrade".parse().unwrap());
+            Ok(switched)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
 /// An endpoint that switches to an echo protocol when asked to upgrade
 /// (and answers `plain` otherwise), keeping every request's headers.
 struct EchoEndpoint {
@@ -25,45 +64,28 @@ struct EchoEndpoint {
 
 impl EchoEndpoint {
     async fn start() -> EchoEndpoint {
+        Self::start_with(None).await
+    }
+
+    /// [`EchoEndpoint::start`], over TLS when `tls` is given.
+    async fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> EchoEndpoint {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let kept = seen.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let kept = kept.clone();
-                let service = service_fn(move |mut req: Request<Incoming>| {
-                    kept.lock().unwrap().push(req.headers().clone());
-                    let upgrade = req.headers().get(header::UPGRADE).cloned();
-                    let on_upgrade = hyper::upgrade::on(&mut req);
-                    async move {
-                        let Some(protocol) = upgrade else {
-                            return Ok::<_, hyper::Error>(Response::new(Full::new(
-                                Bytes::from_static(b"plain"),
-                            )));
-                        };
-                        tokio::spawn(async move {
-                            let mut io = TokioIo::new(on_upgrade.await.unwrap());
-                            let mut buf = [0u8; 1024];
-                            while let Ok(n @ 1..) = io.read(&mut buf).await {
-                                if io.write_all(&buf[..n]).await.is_err() {
-                                    break;
-                                }
+                let (kept, tls) = (kept.clone(), tls.clone());
+                tokio::spawn(async move {
+                    match tls {
+                        Some(tls) => {
+                            if let Ok(stream) = tls.accept(stream).await {
+                                serve_echo(stream, kept).await;
                             }
-                        });
-                        let mut switched = Response::new(Full::new(Bytes::new()));
-                        *switched.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-                        let headers = switched.headers_mut();
-                        headers.insert(header::UPGRADE, protocol);
-                        headers.insert(header::CONNECTION, "upgrade".parse().unwrap());
-                        Ok(switched)
+                        }
+                        None => serve_echo(stream, kept).await,
                     }
                 });
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades(),
-                );
             }
         });
         EchoEndpoint { addr, seen }
@@ -127,15 +149,11 @@ async fn raw(addr: SocketAddr, request: &[u8]) -> String {
     format!("{head}{}", String::from_utf8_lossy(&body))
 }
 
-#[tokio::test]
-async fn a_websocket_upgrade_is_relayed_both_ways() {
-    let endpoint = EchoEndpoint::start().await;
-    let breaker = r#"breaker = { window = { kind = "count", size = 4 }, minimum_calls = 4 }"#;
-    let text = format!("{}{ADMIN_SECTION}", config(&[endpoint.addr], breaker, ""));
-    let (proxy, running, addr, _clock) = start_proxy(&text).await;
-    let admin = running.admin_addr().unwrap();
+/// Opens a connection to `addr`, switches it to the echo protocol and
+/// checks that bytes are relayed both ways (the client's first frame
+/// sent right behind its handshake, in one write); returns the client.
+async fn switch_and_echo(addr: SocketAddr) -> TcpStream {
     let mut client = TcpStream::connect(addr).await.unwrap();
-    // The client's first frame right behind its handshake, in one write.
     client
         .write_all(format!("{HANDSHAKE}early").as_bytes())
         .await
@@ -152,6 +170,17 @@ async fn a_websocket_upgrade_is_relayed_both_ways() {
         let echoed = read_exactly(&mut client, Vec::new(), message.len()).await;
         assert_eq!(echoed, message.as_bytes());
     }
+    client
+}
+
+#[tokio::test]
+async fn a_websocket_upgrade_is_relayed_both_ways() {
+    let endpoint = EchoEndpoint::start().await;
+    let breaker = r#"breaker = { window = { kind = "count", size = 4 }, minimum_calls = 4 }"#;
+    let text = format!("{}{ADMIN_SECTION}", config(&[endpoint.addr], breaker, ""));
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    let client = switch_and_echo(addr).await;
     // The endpoint was asked to switch, with the client's own handshake.
     let asked = endpoint.last_request();
     assert_eq!(asked[header::UPGRADE], "websocket");
@@ -224,4 +253,18 @@ async fn the_drain_cuts_a_relayed_connection_at_its_timeout() {
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(BOUND, client.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "the client's connection was closed");
+}
+
+#[tokio::test]
+async fn a_tls_endpoint_can_take_a_connection_over() {
+    let pki = crate::tls::Pki::new();
+    let acceptor = tokio_rustls::TlsAcceptor::from(pki.server_config(&[b"http/1.1"]));
+    let endpoint = EchoEndpoint::start_with(Some(acceptor)).await;
+    let ca = crate::tls::toml_path(&pki.path("ca.pem"));
+    let text = config(&[endpoint.addr], "", &format!("tls = {{ ca = {ca} }}"));
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let client = switch_and_echo(addr).await;
+    assert_eq!(endpoint.last_request()[header::UPGRADE], "websocket");
+    drop(client);
+    running.shutdown().await;
 }
