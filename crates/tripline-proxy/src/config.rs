@@ -153,6 +153,13 @@ pub struct ProxySection {
     /// endpoint takes while reading an upload.
     #[serde(with = "tripline::clock::duration_serde")]
     pub upstream_stall_timeout: Duration,
+    /// How long a connection switched to another protocol (WebSocket) may
+    /// relay nothing either way before the proxy closes it (HAProxy's
+    /// `timeout tunnel`): a peer that vanished without closing must not
+    /// hold two sockets for ever. Set it above the protocol's own
+    /// keep-alive interval (WebSocket pings).
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub tunnel_idle_timeout: Duration,
     /// Add `x-envoy-overloaded: true` to the proxy's own overload
     /// refusals, for clients and meshes written against Envoy.
     pub envoy_compat: bool,
@@ -161,7 +168,8 @@ pub struct ProxySection {
 impl Default for ProxySection {
     /// 10 s drain, 10 s header read timeout, 60 s keep-alive timeout,
     /// 1 s connect timeout, 90 s pooled idle connections, 64 per endpoint,
-    /// 30 s upstream stall timeout (HAProxy's usual `timeout server`).
+    /// 30 s upstream stall timeout (HAProxy's usual `timeout server`),
+    /// 1 h tunnel idle timeout.
     fn default() -> Self {
         ProxySection {
             drain_timeout: Duration::from_secs(10),
@@ -171,6 +179,7 @@ impl Default for ProxySection {
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_endpoint: 64,
             upstream_stall_timeout: Duration::from_secs(30),
+            tunnel_idle_timeout: Duration::from_secs(3600),
             envoy_compat: false,
         }
     }

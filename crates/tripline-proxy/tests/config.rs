@@ -242,6 +242,11 @@ fn zero_or_unreadable_connection_timeouts_name_their_field() {
             "more than zero",
         ),
         (
+            in_proxy("tunnel_idle_timeout = \"0s\""),
+            "proxy.tunnel_idle_timeout",
+            "more than zero",
+        ),
+        (
             in_proxy("upstream_stall_timeout = \"0s\""),
             "proxy.upstream_stall_timeout",
             "at least 1ms",

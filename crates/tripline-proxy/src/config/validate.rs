@@ -46,6 +46,7 @@ impl ProxyConfig {
             ("proxy.header_read_timeout", Some(p.header_read_timeout)),
             ("proxy.keep_alive_timeout", Some(p.keep_alive_timeout)),
             ("proxy.connect_timeout", Some(p.connect_timeout)),
+            ("proxy.tunnel_idle_timeout", Some(p.tunnel_idle_timeout)),
         ];
         let listeners = self.listeners.iter().enumerate().flat_map(|(i, l)| {
             [

@@ -398,13 +398,25 @@ async fn no_stream_for(activity: &Activity, timeout: Duration) {
         let (_, started, finished) = activity.sample();
         (started, finished)
     };
+    unchanged_for(timeout, streams, |(started, finished)| started == finished).await;
+}
+
+/// Returns once `sample` has given the same value, one that is `idle`,
+/// for `timeout`. Sampled four times per timeout: the end comes between
+/// one and 1.25 timeouts after the last change, for a timer wake-up per
+/// quarter timeout.
+async fn unchanged_for<T: PartialEq>(
+    timeout: Duration,
+    sample: impl Fn() -> T,
+    idle: impl Fn(&T) -> bool,
+) {
     let step = timeout / 4;
-    let mut seen = streams();
+    let mut seen = sample();
     let mut quiet = Duration::ZERO;
     loop {
         tokio::time::sleep(step).await;
-        let now = streams();
-        if now == seen && now.0 == now.1 {
+        let now = sample();
+        if now == seen && idle(&now) {
             quiet += step;
             if quiet >= timeout {
                 return;
@@ -566,13 +578,18 @@ async fn tunnel<S: Park>(
     stop: &mut watch::Receiver<u8>,
 ) {
     let (guarded, unread) = io.into_inner().into_parts();
-    let mut client = guarded.into_inner();
+    let client = guarded.into_inner();
     let early = unparsed(read_buf, unread);
+    let moved = Arc::new(Activity::default());
     let relay = async {
         // hyper's upstream driver hands the socket over as soon as it has
         // read the `101`, which the client has just been sent.
         let mut endpoint = TokioIo::new(endpoint.await?);
         endpoint.write_all(&early).await?;
+        // Every byte relayed is read from one side: counting the reads of
+        // both is counting progress.
+        let mut client = Replay::new(Bytes::new(), client, moved.clone());
+        let mut endpoint = Replay::new(Bytes::new(), endpoint, moved.clone());
         tokio::io::copy_bidirectional(&mut client, &mut endpoint).await?;
         Ok::<_, BoxError>(())
     };
@@ -584,9 +601,16 @@ async fn tunnel<S: Park>(
                 tracing::debug!(error = %e, "tripline-proxy: upgraded connection ended");
             }
         }
+        _ = nothing_read_for(&moved, inner.config.proxy.tunnel_idle_timeout) => {}
         _ = reached(stop, CUT) => {}
     }
     gauge.dec();
+}
+
+/// Returns once `moved` has counted no read for `timeout` (the close
+/// comes between one and 1.25 timeouts after the last byte relayed).
+async fn nothing_read_for(moved: &Activity, timeout: Duration) {
+    unchanged_for(timeout, || moved.sample().0, |_| true).await;
 }
 
 /// What a closed hyper connection had read but not parsed (`read_buf`),
@@ -760,3 +784,28 @@ impl<S: AsyncRead + Unpin> AsyncRead for Replay<S> {
 }
 
 crate::io_wrap::write_through!(Replay);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_relay_that_moves_is_not_idle_and_one_that_stops_is_after_its_timeout() {
+        let moved = Arc::new(Activity::default());
+        let timeout = Duration::from_millis(400);
+        let start = Instant::now();
+        let bytes = moved.clone();
+        // A byte every 150 ms for 1.5 s, then nothing.
+        tokio::spawn(async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                bytes.reads.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        nothing_read_for(&moved, timeout).await;
+        let idle_after = start.elapsed();
+        // The last byte came at 1.5 s; idle from one to 1.25 timeouts later.
+        assert!(idle_after >= Duration::from_millis(1_900), "{idle_after:?}");
+        assert!(idle_after <= Duration::from_millis(2_000), "{idle_after:?}");
+    }
+}

@@ -268,3 +268,29 @@ async fn a_tls_endpoint_can_take_a_connection_over() {
     drop(client);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_relayed_connection_idle_for_the_tunnel_timeout_is_closed() {
+    let endpoint = EchoEndpoint::start().await;
+    let text = format!(
+        "{}{ADMIN_SECTION}",
+        config(&[endpoint.addr], "", "").replace(
+            "[[listeners]]",
+            "[proxy]\ntunnel_idle_timeout = \"300ms\"\n\n[[listeners]]",
+        )
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    let started = tokio::time::Instant::now();
+    let mut client = switch_and_echo(addr).await;
+    // Nothing relayed from here on: closed by the proxy, not by the test.
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(BOUND, client.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the idle relay was closed");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert_eq!(
+        metric(admin, "tripline_proxy_upgraded_connections").await,
+        Some(0.0)
+    );
+    running.shutdown().await;
+}
