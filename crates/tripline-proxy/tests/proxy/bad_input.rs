@@ -96,9 +96,9 @@ async fn other_malformed_framing_is_refused_with_400() {
 #[tokio::test]
 async fn a_client_too_slow_to_send_its_headers_is_cut_off() {
     let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let text = config(&[upstream.addr], "", "").replace(
-        "[[listeners]]",
-        "[proxy]\nheader_read_timeout = \"300ms\"\n\n[[listeners]]",
+    let text = with_proxy_section(
+        &config(&[upstream.addr], "", ""),
+        "header_read_timeout = \"300ms\"",
     );
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let mut slow = TcpStream::connect(addr).await.unwrap();
@@ -246,9 +246,9 @@ async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_
     let route = format!("{TOUCHY}\ntimeout = {{ per_try = \"300ms\" }}");
     // A drain long past the test's bound: only connections that end on
     // their own let the proxy stop within it.
-    let text = config(&[stalled], &route, TOUCHY).replace(
-        "[[listeners]]",
-        "[proxy]\ndrain_timeout = \"60s\"\n\n[[listeners]]",
+    let text = with_proxy_section(
+        &config(&[stalled], &route, TOUCHY),
+        "drain_timeout = \"60s\"",
     );
     let (proxy, running, addr, _clock) = start_proxy(&text).await;
     let answer = upload_and_read_answer(addr, 64 << 20).await;

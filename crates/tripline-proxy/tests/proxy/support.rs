@@ -117,6 +117,30 @@ pub async fn upload_and_read_answer(addr: SocketAddr, size: usize) -> String {
     String::from_utf8_lossy(&answer[..n]).into_owned()
 }
 
+/// `text` (a config) with `lines` in a `[proxy]` section of its own.
+pub fn with_proxy_section(text: &str, lines: &str) -> String {
+    text.replacen(
+        "[[listeners]]",
+        &format!("[proxy]\n{lines}\n\n[[listeners]]"),
+        1,
+    )
+}
+
+/// Starts a proxy from `text` (whose cluster `backend` has one endpoint
+/// that never reads) with a 300 ms `upstream_stall_timeout`, uploads
+/// more than the sockets hold, and checks the try was given up as the
+/// endpoint's failure (502), though no route timeout bounds it.
+pub async fn assert_given_up_after_the_stall_timeout(text: &str) {
+    let text = with_proxy_section(text, "upstream_stall_timeout = \"300ms\"");
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let answer = upload_and_read_answer(addr, 64 << 20).await;
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    let cluster = proxy.cluster("backend").unwrap();
+    let calls = cluster.endpoints()[0].breaker().metrics().calls;
+    assert_eq!(calls.failed, 1, "{calls:?}");
+    running.shutdown().await;
+}
+
 pub fn respond(status: u16, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *r.status_mut() = StatusCode::from_u16(status).unwrap();

@@ -371,15 +371,6 @@ async fn a_tls_endpoint_that_stops_reading_is_given_up_after_the_stall_timeout()
     })
     .await;
     let ca = toml_path(&pki.path("ca.pem"));
-    let text = tls_cluster_config(stalled, &format!("ca = {ca}")).replace(
-        "[[listeners]]",
-        "[proxy]\nupstream_stall_timeout = \"300ms\"\n\n[[listeners]]",
-    );
-    let (proxy, running, addr, _clock) = start_proxy(&text).await;
-    let answer = upload_and_read_answer(addr, 64 << 20).await;
-    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
-    let cluster = proxy.cluster("backend").unwrap();
-    let calls = cluster.endpoints()[0].breaker().metrics().calls;
-    assert_eq!(calls.failed, 1, "{calls:?}");
-    running.shutdown().await;
+    assert_given_up_after_the_stall_timeout(&tls_cluster_config(stalled, &format!("ca = {ca}")))
+        .await;
 }

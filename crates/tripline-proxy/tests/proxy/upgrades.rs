@@ -238,9 +238,9 @@ async fn an_upgrade_the_route_does_not_allow_is_served_as_a_plain_request() {
 #[tokio::test]
 async fn the_drain_cuts_a_relayed_connection_at_its_timeout() {
     let endpoint = EchoEndpoint::start().await;
-    let text = config(&[endpoint.addr], "", "").replace(
-        "[[listeners]]",
-        "[proxy]\ndrain_timeout = \"200ms\"\n\n[[listeners]]",
+    let text = with_proxy_section(
+        &config(&[endpoint.addr], "", ""),
+        "drain_timeout = \"200ms\"",
     );
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let mut client = TcpStream::connect(addr).await.unwrap();
@@ -274,9 +274,9 @@ async fn a_relayed_connection_idle_for_the_tunnel_timeout_is_closed() {
     let endpoint = EchoEndpoint::start().await;
     let text = format!(
         "{}{ADMIN_SECTION}",
-        config(&[endpoint.addr], "", "").replace(
-            "[[listeners]]",
-            "[proxy]\ntunnel_idle_timeout = \"300ms\"\n\n[[listeners]]",
+        with_proxy_section(
+            &config(&[endpoint.addr], "", ""),
+            "tunnel_idle_timeout = \"300ms\""
         )
     );
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
