@@ -42,6 +42,7 @@ use http::header;
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body::Body;
 use http_body_util::BodyExt;
+use hyper::ext::ReasonPhrase;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -346,7 +347,13 @@ async fn write_answer<S: AsyncWrite + Unpin>(
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    // The endpoint's own reason phrase when it was not the canonical one
+    // (as hyper's server writes it; HAProxy and nginx keep it too).
+    let reason = match parts.extensions.get::<ReasonPhrase>() {
+        Some(reason) => reason.as_bytes(),
+        None => status.canonical_reason().unwrap_or("").as_bytes(),
+    };
+    out.extend_from_slice(reason);
     out.extend_from_slice(b"\r\n");
     let mut declared = None;
     let mut dated = false;

@@ -184,3 +184,45 @@ async fn an_answer_with_conflicting_framing_is_a_502_and_a_failure() {
     assert_eq!(endpoint_breaker(&proxy, upstream).window().failures, 1);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_endpoints_own_reason_phrase_reaches_the_client() {
+    use tokio::io::AsyncReadExt;
+    let (upstream, _) = scripted(vec![
+        (
+            b"HTTP/1.1 503 Busy, come back later\r\ncontent-length: 0\r\n\r\n",
+            false,
+        ),
+        (b"HTTP/1.1 200 Fine\r\ncontent-length: 2\r\n\r\nok", false),
+        (
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            false,
+        ),
+    ])
+    .await;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream], "", "")).await;
+    // A bodiless request (the proxy's own HTTP/1.1 on both sides), then
+    // two with a body (hyper's, on both sides).
+    let requests = [
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\ncontent-length: 1\r\n\r\nx",
+        "POST / HTTP/1.1\r\nHost: x\r\ncontent-length: 1\r\n\r\nx",
+    ];
+    let expected = [
+        "HTTP/1.1 503 Busy, come back later\r\n",
+        "HTTP/1.1 200 Fine\r\n",
+        "HTTP/1.1 404 Not Found\r\n",
+    ];
+    for (request, status_line) in requests.iter().zip(expected) {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut head = vec![0u8; 256];
+        let n = tokio::time::timeout(BOUND, stream.read(&mut head))
+            .await
+            .expect("answered")
+            .unwrap();
+        let head = String::from_utf8_lossy(&head[..n]).into_owned();
+        assert!(head.starts_with(status_line), "{request:?}: {head}");
+    }
+    running.shutdown().await;
+}

@@ -6,6 +6,7 @@ use std::mem::MaybeUninit;
 use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode, Version};
+use hyper::ext::ReasonPhrase;
 
 use super::{H1Error, RequestHead};
 use crate::headers::chain_of;
@@ -133,6 +134,9 @@ struct StatusLine {
     version: Version,
     /// How many header lines `spans` holds.
     count: usize,
+    /// Where in the head the reason phrase is, when it is not the
+    /// status's canonical one (kept for the client, as hyper keeps it).
+    reason: Option<std::ops::Range<usize>>,
 }
 
 fn parse_once(buf: &BytesMut, spans: &mut Spans) -> Result<Option<StatusLine>, H1Error> {
@@ -152,11 +156,21 @@ fn parse_once(buf: &BytesMut, spans: &mut Spans) -> Result<Option<StatusLine>, H
         _ => Version::HTTP_11,
     };
     let count = h1_spans::locate(buf, response.headers, spans);
+    // httparse's reason borrows from `buf`: its offset locates it in the
+    // head, which is kept as `Bytes` and shared without a copy.
+    let reason = response
+        .reason
+        .filter(|r| !r.is_empty() && Some(*r) != status.canonical_reason())
+        .map(|r| {
+            let start = r.as_ptr() as usize - buf.as_ptr() as usize;
+            start..start + r.len()
+        });
     Ok(Some(StatusLine {
         len,
         status,
         version,
         count,
+        reason,
     }))
 }
 
@@ -176,6 +190,11 @@ fn build(
     *response.status_mut() = line.status;
     *response.version_mut() = line.version;
     *response.headers_mut() = headers;
+    if let Some(at) = &line.reason
+        && let Ok(reason) = ReasonPhrase::try_from(head.slice(at.clone()))
+    {
+        response.extensions_mut().insert(reason);
+    }
     Ok(Head {
         response,
         framing,
