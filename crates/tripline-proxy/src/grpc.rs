@@ -66,13 +66,15 @@ impl GrpcClassifier {
     }
 
     /// Refines `http` (the status's outcome) by the headers of a gRPC
-    /// answer: a trailers-only answer's `grpc-status` decides a success.
+    /// answer (`grpc`: [`is_grpc`] of them, looked up once per answer): a
+    /// trailers-only answer's `grpc-status` decides a success.
     pub(crate) fn classify_headers(
         &self,
         headers: &HeaderMap,
+        grpc: bool,
         http: EndpointOutcome,
     ) -> EndpointOutcome {
-        if http.is_failure() || !is_grpc(headers) {
+        if http.is_failure() || !grpc {
             return http;
         }
         status_of(headers).map_or(http, |code| self.outcome(code))
@@ -116,10 +118,10 @@ pub(crate) struct WatchTrailers<B> {
     seen: Option<Arc<AtomicU32>>,
 }
 
-/// Wraps `body` to watch its trailers when `headers` say gRPC (otherwise
-/// the wrapper only passes frames through).
-pub(crate) fn watch<B>(headers: &HeaderMap, body: B) -> (WatchTrailers<B>, TrailerStatus) {
-    let seen = is_grpc(headers).then(|| Arc::new(AtomicU32::new(UNSEEN)));
+/// Wraps `body` to watch its trailers when its answer is gRPC (`grpc`,
+/// [`is_grpc`]; otherwise the wrapper only passes frames through).
+pub(crate) fn watch<B>(grpc: bool, body: B) -> (WatchTrailers<B>, TrailerStatus) {
+    let seen = grpc.then(|| Arc::new(AtomicU32::new(UNSEEN)));
     let status = TrailerStatus(seen.clone());
     (WatchTrailers { inner: body, seen }, status)
 }
@@ -177,31 +179,34 @@ mod tests {
         let c = GrpcClassifier::new(&[4, 8, 14]);
         let ok = EndpointOutcome::Success;
         assert_eq!(
-            c.classify_headers(&grpc_headers(Some("14")), ok),
+            c.classify_headers(&grpc_headers(Some("14")), true, ok),
             EndpointOutcome::GatewayFailure
         );
         assert_eq!(
-            c.classify_headers(&grpc_headers(Some("8")), ok),
+            c.classify_headers(&grpc_headers(Some("8")), true, ok),
             EndpointOutcome::UpstreamFailure
         );
         assert_eq!(
-            c.classify_headers(&grpc_headers(Some("5")), ok),
+            c.classify_headers(&grpc_headers(Some("5")), true, ok),
             ok,
             "NOT_FOUND is an answer"
         );
         assert_eq!(
-            c.classify_headers(&grpc_headers(None), ok),
+            c.classify_headers(&grpc_headers(None), true, ok),
             ok,
             "status still to come"
         );
         let mut plain = grpc_headers(Some("14"));
         plain.insert("content-type", HeaderValue::from_static("application/json"));
         assert_eq!(
-            c.classify_headers(&plain, ok),
+            c.classify_headers(&plain, is_grpc(&plain), ok),
             ok,
             "not gRPC: grpc-status means nothing"
         );
         let failed = EndpointOutcome::GatewayFailure;
-        assert_eq!(c.classify_headers(&grpc_headers(Some("0")), failed), failed);
+        assert_eq!(
+            c.classify_headers(&grpc_headers(Some("0")), true, failed),
+            failed
+        );
     }
 }

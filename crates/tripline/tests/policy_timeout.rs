@@ -52,6 +52,37 @@ fn deadline_travels_in_headers_and_malformed_ones_count_as_absent() {
     assert!(malformed_header_count() > before);
 }
 
+#[cfg(feature = "tower")]
+#[test]
+fn the_own_deadline_header_wins_over_grpc_timeout_wherever_it_stands() {
+    use tripline::timeout::DEADLINE_HEADER;
+    let clock = ManualClock::new();
+    for own_first in [true, false] {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::HOST, "x".parse().unwrap());
+        if own_first {
+            h.insert(DEADLINE_HEADER, "300".parse().unwrap());
+        }
+        h.insert("grpc-timeout", "5S".parse().unwrap());
+        h.insert("x-other", "1".parse().unwrap());
+        if !own_first {
+            h.insert(DEADLINE_HEADER, "300".parse().unwrap());
+        }
+        let d = Deadline::from_headers(&h, &clock).unwrap();
+        assert_eq!(d.remaining(&clock), ms(300), "own first: {own_first}");
+    }
+    // Two values of the header: the first counts, as `HeaderMap::get` has it.
+    let mut h = http::HeaderMap::new();
+    h.append(DEADLINE_HEADER, "100".parse().unwrap());
+    h.append(DEADLINE_HEADER, "900".parse().unwrap());
+    assert_eq!(
+        Deadline::from_headers(&h, &clock)
+            .unwrap()
+            .remaining(&clock),
+        ms(100)
+    );
+}
+
 #[test]
 fn context_deadline_nests_and_only_tightens() {
     let clock = ManualClock::new();

@@ -27,6 +27,8 @@ pub(super) enum Tried {
         outcome: EndpointOutcome,
         /// The endpoint's shadow twin, while a rollout's shadow runs.
         shadow: Option<ShadowFeed>,
+        /// Whether the answer is gRPC ([`grpc::is_grpc`], looked up once).
+        grpc: bool,
     },
     /// The try failed on the connection (already recorded on the endpoint).
     Failed {
@@ -77,6 +79,7 @@ impl Tried {
                 lease,
                 outcome,
                 shadow,
+                ..
             } => {
                 record(lease, outcome, shadow);
                 Tried::Settled { response, outcome }
@@ -98,11 +101,12 @@ impl Tried {
                 lease,
                 outcome,
                 shadow,
+                grpc: is_grpc,
             } => {
                 let (mut parts, body) = response.into_parts();
                 strip_answer_hop_by_hop(parts.status, &mut parts.headers);
                 // A gRPC answer's outcome may come in its trailers.
-                let (body, trailers) = grpc::watch(&parts.headers, body);
+                let (body, trailers) = grpc::watch(is_grpc, body);
                 let grpc = route.guard.grpc;
                 let body = Tracked::new(body, move |ok: bool| {
                     let outcome = match (ok, trailers.code()) {
@@ -230,10 +234,12 @@ pub(super) async fn send(
         Ok(Ok(mut response)) => {
             fault.mark(&mut response);
             let status = response.status().as_u16();
-            let outcome = route
-                .guard
-                .grpc
-                .classify_headers(response.headers(), route.classify(status));
+            let grpc = grpc::is_grpc(response.headers());
+            let outcome =
+                route
+                    .guard
+                    .grpc
+                    .classify_headers(response.headers(), grpc, route.classify(status));
             if matches!(status, 429 | 503) {
                 honour_retry_after(&lease, &response);
             }
@@ -242,6 +248,7 @@ pub(super) async fn send(
                 lease,
                 outcome,
                 shadow,
+                grpc,
             }
         }
         Ok(Err(_)) if parts.client_body.as_ref().is_some_and(ClientUpload::broke) => {

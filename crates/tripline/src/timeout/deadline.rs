@@ -147,11 +147,28 @@ impl Deadline {
         headers: &http::HeaderMap,
         clock: &impl Clock,
     ) -> Result<Option<Deadline>, MalformedDeadline> {
-        let parsed = if let Some(v) = headers.get(DEADLINE_NAME) {
+        // One pass comparing names (a tag or a length for most) instead of
+        // two hashed lookups (~160 instructions each): nearly every
+        // request carries neither header, and a proxy asks on every one.
+        let (mut own, mut grpc) = (None, None);
+        // `as_str`: comparing with a `const` name would build and drop a
+        // temporary name per comparison.
+        for (name, value) in headers {
+            match name.as_str() {
+                DEADLINE_HEADER => {
+                    own.get_or_insert(value);
+                }
+                GRPC_TIMEOUT_HEADER => {
+                    grpc.get_or_insert(value);
+                }
+                _ => {}
+            }
+        }
+        let parsed = if let Some(v) = own {
             v.to_str()
                 .map_err(|_| MalformedDeadline)
                 .and_then(parse_timeout_ms)
-        } else if let Some(v) = headers.get(GRPC_TIMEOUT_NAME) {
+        } else if let Some(v) = grpc {
             v.to_str()
                 .map_err(|_| MalformedDeadline)
                 .and_then(parse_grpc_timeout)
