@@ -24,6 +24,9 @@ impl RequestBody {
     /// is shared), or the one-shot body, taken (`None` once taken).
     pub fn for_try(&mut self) -> Option<ProxyBody> {
         match self {
+            // Kept empty (a request without a body, on a route that may
+            // retry): an empty body boxes nothing, a `Full` is allocated.
+            RequestBody::Replayable(bytes) if bytes.is_empty() => Some(super::empty()),
             RequestBody::Replayable(bytes) => Some(full(bytes.clone())),
             RequestBody::Once(body) => body.take(),
         }
