@@ -25,6 +25,11 @@ use crate::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded}
 use crate::route::Route;
 use attempt::Tried;
 
+/// The endpoints a request has tried, in order: inline for the first two
+/// (nearly every request tries one), so that a request allocates nothing
+/// for the list.
+pub(crate) type TriedEndpoints = smallvec::SmallVec<[tripline::cluster::EndpointId; 2]>;
+
 /// Who sent a request and over what: fixed for its connection, with the
 /// `forwarded` elements that say so to the upstream built once for it.
 #[derive(Clone, Debug)]
@@ -258,7 +263,7 @@ async fn protected(
     };
     let mut retry_refused = false;
     let mut number = 1;
-    let mut endpoints = Vec::new();
+    let mut endpoints = TriedEndpoints::new();
     let mut previous = None;
     loop {
         let (before, try_start) = (endpoints.len(), tokio::time::Instant::now());
@@ -347,7 +352,15 @@ pub(crate) async fn answer_from(
     body: &mut RequestBody,
     deadline: Option<Deadline>,
 ) -> Response<ProxyBody> {
-    let tried = attempt::try_once(proxy, route, parts, body, deadline, &mut Vec::new()).await;
+    let tried = attempt::try_once(
+        proxy,
+        route,
+        parts,
+        body,
+        deadline,
+        &mut TriedEndpoints::new(),
+    )
+    .await;
     tried.into_response(route, |_| {})
 }
 

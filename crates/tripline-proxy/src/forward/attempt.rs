@@ -5,11 +5,11 @@ use std::time::Duration;
 use http::{Response, header};
 use http_body_util::BodyExt;
 use tripline::Clock;
-use tripline::cluster::{EndpointId, EndpointOutcome, Lease};
+use tripline::cluster::{EndpointOutcome, Lease};
 use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
-use super::Outbound;
+use super::{Outbound, TriedEndpoints};
 use crate::body::{ClientUpload, ProxyBody, RequestBody, Tracked};
 use crate::config_source::ShadowFeed;
 use crate::grpc;
@@ -145,7 +145,7 @@ pub(super) async fn try_once(
     parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
-    tried: &mut Vec<EndpointId>,
+    tried: &mut TriedEndpoints,
 ) -> Tried {
     match prepare(route, body, deadline, tried) {
         Ok(ready) => send(proxy, route, parts, ready, deadline).await,
@@ -165,7 +165,7 @@ pub(super) fn prepare(
     route: &Route,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
-    tried: &mut Vec<EndpointId>,
+    tried: &mut TriedEndpoints,
 ) -> Result<Ready, Rejection> {
     if deadline.is_some_and(|d| d.remaining(&TokioClock).is_zero()) {
         return Err(Rejection::new(Reason::DeadlineExceeded, Some(&route.name)));

@@ -18,11 +18,10 @@
 //! or any method on a `retry.retryable` route, with a body kept for
 //! replay.
 
-use tripline::cluster::EndpointId;
 use tripline::timeout::Deadline;
 
-use super::Outbound;
 use super::attempt::{self, Tried};
+use super::{Outbound, TriedEndpoints};
 use crate::body::RequestBody;
 use crate::proxy::Inner;
 use crate::rejection::{Reason, Rejection};
@@ -36,7 +35,7 @@ pub(super) async fn try_maybe_hedged(
     parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
-    tried: &mut Vec<EndpointId>,
+    tried: &mut TriedEndpoints,
 ) -> Tried {
     let hedge = match &route.guard.hedge {
         // Two endpoints must not both take over a connection for one client.
