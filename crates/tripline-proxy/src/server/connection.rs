@@ -55,7 +55,8 @@
 //! endpoint answers `101`, the request leaves the endpoint's side of the
 //! switched connection in the [`Activity`]; hyper writes the `101`, lets
 //! go of the socket, and [`tunnel`] relays bytes both ways, unwatched and
-//! never parked, until either side closes or the drain is cut.
+//! never parked, until either side closes, nothing has moved for the
+//! tunnel idle timeout, or the drain is cut.
 
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
@@ -565,7 +566,8 @@ async fn serve_http1<S, Svc>(
 }
 
 /// Relays bytes both ways between the client and the endpoint that took
-/// its connection over (`101`), until either closes or the drain is cut.
+/// its connection over (`101`), until either closes, nothing has moved
+/// either way for `[proxy] tunnel_idle_timeout`, or the drain is cut.
 /// What the client sent after its request and hyper had already read —
 /// often its first frame — goes to the endpoint first. Bytes are relayed
 /// as they are: the smuggling guard watches HTTP/1 heads, not the
