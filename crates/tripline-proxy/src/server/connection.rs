@@ -791,6 +791,34 @@ crate::io_wrap::write_through!(Replay);
 mod tests {
     use super::*;
 
+    /// Every connection's task is as large as the largest state of its
+    /// future, for the connection's whole life: a buffer or a large
+    /// future held inline in one state (the lingering close's read
+    /// buffer once was, 4 KiB) is paid by every idle connection. The
+    /// states that are large are boxed; this keeps it so.
+    #[tokio::test]
+    async fn a_connections_task_stays_small() {
+        let text = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9\"]\n";
+        let config = crate::config::ProxyConfig::from_toml(text).unwrap();
+        let settings = Arc::new(Settings::new(&config.listeners[0], &config.proxy));
+        let proxy = crate::Proxy::builder(config).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = listener.local_addr().unwrap();
+        let stream = TcpStream::connect(peer).await.unwrap();
+        let (_stop, stop) = watch::channel(0);
+        let connection = serve(
+            stream,
+            Downstream::new(peer, false),
+            proxy.inner.clone(),
+            settings,
+            stop,
+        );
+        let size = std::mem::size_of_val(&connection);
+        // 2 016 bytes in release and 2 048 in debug builds today; 6 024 with
+        // the read buffer inline.
+        assert!(size <= 3072, "{size} bytes a connection task");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_relay_that_moves_is_not_idle_and_one_that_stops_is_after_its_timeout() {
         let moved = Arc::new(Activity::default());

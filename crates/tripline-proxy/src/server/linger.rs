@@ -39,7 +39,10 @@ where
         if io.shutdown().await.is_err() {
             return; // reset or gone already: nothing left to protect
         }
-        let mut sink = [0u8; 4096];
+        // On the heap, and only now: an array here would sit in every
+        // connection's task for its whole life (the task is as large as
+        // its largest state), 4 KiB of each idle connection's memory.
+        let mut sink = vec![0u8; 4096];
         let mut left = LINGER_BYTES;
         while left > 0 {
             match io.read(&mut sink).await {
