@@ -24,6 +24,14 @@ pub(crate) struct Span {
 /// Room for a head's spans.
 pub(crate) type Spans = [Span; MAX_HEADERS];
 
+/// Where `part`, a slice `httparse` borrowed from `buf`, sits in `buf`:
+/// so that it can be taken from the head once the head is split off and
+/// frozen, sharing its bytes.
+pub(crate) fn range_in(buf: &[u8], part: &[u8]) -> std::ops::Range<usize> {
+    let start = part.as_ptr() as usize - buf.as_ptr() as usize;
+    start..start + part.len()
+}
+
 /// Notes where each of `lines` (parsed from `buf`) sits in `buf`;
 /// returns how many were noted.
 pub(crate) fn locate(buf: &[u8], lines: &[httparse::Header<'_>], spans: &mut Spans) -> usize {

@@ -141,7 +141,10 @@ impl Upstream {
             return pool.send_bodiless(address, &head).await;
         }
         let request = upstream_request(outbound, uri, address, body, deadline);
-        self.request(address, request).await
+        match self {
+            Upstream::Http1(pool) if outbound.upgrade => pool.send_on_hyper(address, request).await,
+            _ => self.request(address, request).await,
+        }
     }
 
     /// Sends `request` (its URI from [`Upstream::uri`]) to the endpoint at

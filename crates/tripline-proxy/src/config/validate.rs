@@ -294,11 +294,8 @@ impl ProxyConfig {
         }
         for (i, protocol) in route.upgrades.0.iter().enumerate() {
             let field = format!("{at}.upgrades[{i}]");
-            let token = !protocol.is_empty()
-                && protocol
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !token {
+            // A protocol name is an HTTP token, as a header name is.
+            if http::HeaderName::from_bytes(protocol.as_bytes()).is_err() {
                 return Err(ConfigError::invalid(
                     field,
                     format!("{protocol:?} is not a protocol name (an HTTP token)"),

@@ -280,9 +280,9 @@ fn parse(buf: &mut BytesMut, spans: &mut Spans) -> Result<Request<ProxyBody>, Un
             let Ok(method) = Method::from_bytes(method.as_bytes()) else {
                 return Err(Unparsed::NotHere);
             };
-            let start = path.as_ptr() as usize - buf.as_ptr() as usize;
+            let path = h1_spans::range_in(buf, path.as_bytes());
             let count = h1_spans::locate(buf, request.headers, spans);
-            (len, method, start..start + path.len(), count)
+            (len, method, path, count)
         }
         Ok(httparse::Status::Partial) => return Err(Unparsed::Partial),
         Err(_) => return Err(Unparsed::NotHere),

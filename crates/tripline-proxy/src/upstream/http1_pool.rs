@@ -191,16 +191,24 @@ impl Http1Pool {
     pub(crate) async fn send(
         &self,
         address: &str,
-        mut request: Request<ProxyBody>,
+        request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
-        // The bare connection cannot be taken over: an upgrade goes on hyper's.
-        if h1::is_bodiless(request.method(), request.body())
-            && !request.headers().contains_key(http::header::UPGRADE)
-        {
+        if h1::is_bodiless(request.method(), request.body()) {
             return self
                 .send_bodiless(address, &RequestHead::of(&request))
                 .await;
         }
+        self.send_on_hyper(address, request).await
+    }
+
+    /// [`Http1Pool::send`] on one of hyper's connections, whatever the
+    /// request: what an upgrade needs (the bare connection cannot be taken
+    /// over by the endpoint).
+    pub(crate) async fn send_on_hyper(
+        &self,
+        address: &str,
+        mut request: Request<ProxyBody>,
+    ) -> Result<Response<ProxyBody>, UpstreamError> {
         let slot = thread_slot();
         while let Some((mut conn, key)) = self.shared.checkout::<HyperConn>(slot, address) {
             match conn.sender.try_send_request(request).await {

@@ -98,34 +98,34 @@ impl EchoEndpoint {
 
 const HANDSHAKE: &str = "GET /chat HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 
+/// Reads what `stream` sends next (within [`BOUND`]) onto `seen`; the
+/// stream must not close first.
+async fn read_more(stream: &mut TcpStream, seen: &mut Vec<u8>) {
+    let mut buf = [0u8; 1024];
+    let n = tokio::time::timeout(BOUND, stream.read(&mut buf))
+        .await
+        .expect("the bytes arrive")
+        .unwrap();
+    assert!(n > 0, "closed after {seen:?}");
+    seen.extend_from_slice(&buf[..n]);
+}
+
 /// Reads up to the end of an answer's head; returns it and what followed.
 async fn read_head(stream: &mut TcpStream) -> (String, Vec<u8>) {
     let mut seen = Vec::new();
-    let mut buf = [0u8; 1024];
     loop {
         if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
             let rest = seen.split_off(end + 4);
             return (String::from_utf8_lossy(&seen).into_owned(), rest);
         }
-        let n = tokio::time::timeout(BOUND, stream.read(&mut buf))
-            .await
-            .expect("the head arrives")
-            .unwrap();
-        assert!(n > 0, "closed before the head's end: {seen:?}");
-        seen.extend_from_slice(&buf[..n]);
+        read_more(stream, &mut seen).await;
     }
 }
 
 /// Reads exactly `len` bytes (after `already`).
 async fn read_exactly(stream: &mut TcpStream, mut already: Vec<u8>, len: usize) -> Vec<u8> {
-    let mut buf = [0u8; 1024];
     while already.len() < len {
-        let n = tokio::time::timeout(BOUND, stream.read(&mut buf))
-            .await
-            .expect("relayed")
-            .unwrap();
-        assert!(n > 0, "closed after {already:?}");
-        already.extend_from_slice(&buf[..n]);
+        read_more(stream, &mut already).await;
     }
     already
 }

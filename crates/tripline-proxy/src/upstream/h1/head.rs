@@ -156,15 +156,10 @@ fn parse_once(buf: &BytesMut, spans: &mut Spans) -> Result<Option<StatusLine>, H
         _ => Version::HTTP_11,
     };
     let count = h1_spans::locate(buf, response.headers, spans);
-    // httparse's reason borrows from `buf`: its offset locates it in the
-    // head, which is kept as `Bytes` and shared without a copy.
     let reason = response
         .reason
         .filter(|r| !r.is_empty() && Some(*r) != status.canonical_reason())
-        .map(|r| {
-            let start = r.as_ptr() as usize - buf.as_ptr() as usize;
-            start..start + r.len()
-        });
+        .map(|r| h1_spans::range_in(buf, r.as_bytes()));
     Ok(Some(StatusLine {
         len,
         status,
