@@ -98,8 +98,9 @@ pub struct RetrySection {
     pub attempts: u32,
     /// Also retry non-idempotent methods (POST, PATCH). Only for routes
     /// whose upstream deduplicates; otherwise only GET, HEAD, OPTIONS,
-    /// TRACE, PUT and DELETE are retried (and any request whose
-    /// connection failed before it was sent).
+    /// TRACE, PUT and DELETE are retried, and a non-idempotent request
+    /// only when its connection failed before it was sent and its body
+    /// was kept anyway (the route hedges it or has a fallback cluster).
     pub retryable: bool,
     /// Request bodies up to this many bytes are kept to be replayed on a
     /// retry; a larger body is streamed once and never retried.

@@ -317,9 +317,16 @@ fn earliest_reopening(route: &Route) -> Option<Duration> {
     Some(until.saturating_duration_since(now)).filter(|d| !d.is_zero())
 }
 
+/// The longest an endpoint's `Retry-After` keeps it out of rotation.
+/// One answer must not take an endpoint away for a day (a misconfigured
+/// `Retry-After: 86400`, or a date far ahead): past this the endpoint is
+/// probed again and may ask anew. Five minutes, the default ceiling of
+/// Envoy's rate-limited retry back-off.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
 /// An endpoint that says when to come back (429 or 503 with
-/// `Retry-After`) is left alone until then: its breaker opens until that
-/// instant, on the breaker's own clock.
+/// `Retry-After`) is left alone until then, at most [`MAX_RETRY_AFTER`]:
+/// its breaker opens until that instant, on the breaker's own clock.
 fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
     let Some(value) = response
         .headers()
@@ -332,6 +339,7 @@ fn honour_retry_after<B>(lease: &Lease, response: &Response<B>) {
         && wait > Duration::ZERO
     {
         let breaker = lease.endpoint().breaker();
+        let wait = wait.min(MAX_RETRY_AFTER);
         breaker.open_until(breaker.clock().now().saturating_add(wait));
     }
 }

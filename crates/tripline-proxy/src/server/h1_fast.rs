@@ -70,8 +70,8 @@ pub(super) enum FastEnd {
     /// A request this loop does not serve: hand the connection to hyper,
     /// these bytes first.
     Delegate(Bytes),
-    /// The client closed between requests, or the drain began: shut the
-    /// socket down.
+    /// The client closed between requests, the drain began, or a head
+    /// timed out and was answered 408: shut the socket down.
     Closed,
     /// A failure (a timeout, a reset, a broken answer) or the cut: drop it.
     Dropped,
@@ -152,14 +152,15 @@ where
                 }
             } else {
                 // A head that has begun (or a woken connection's first)
-                // has the header read timeout; past it the connection is
-                // closed unanswered, as hyper does.
+                // has the header read timeout; past it the client is told
+                // 408 and the connection closed.
                 let deadline = *head_deadline
                     .get_or_insert_with(|| Instant::now() + settings.header_read_timeout);
                 let read = tokio::time::timeout_at(deadline, io.read_buf(&mut buf));
                 match shutdown.unless_cut(std::pin::pin!(read)).await {
                     Some(Ok(read)) => read,
-                    Some(Err(_)) | None => return FastEnd::Dropped,
+                    Some(Err(_elapsed)) => return head_timed_out(io, &buf).await,
+                    None => return FastEnd::Dropped,
                 }
             };
             match read {
@@ -194,6 +195,31 @@ where
         }
         answered = true;
         last = Instant::now();
+    }
+}
+
+/// The answer to a head that did not arrive within the header read
+/// timeout (a slowloris client, or a stalled one).
+const HEAD_TIMED_OUT: &[u8] =
+    b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+
+/// How long the 408 may take to be written: the socket's send buffer
+/// takes it at once unless the client stopped reading, which is no reason
+/// to hold the connection.
+const HEAD_TIMED_OUT_WRITE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Ends a connection whose head did not arrive in time. When part of a
+/// head came, the client is told why with a 408 (as HAProxy's `timeout
+/// http-request` does; hyper closes unanswered) and the connection closes
+/// gracefully, so the answer is not lost to a reset; a connection that
+/// sent nothing is dropped as an idle one would be.
+async fn head_timed_out<S: AsyncWrite + Unpin>(io: &mut S, buf: &BytesMut) -> FastEnd {
+    if buf.is_empty() {
+        return FastEnd::Dropped;
+    }
+    match tokio::time::timeout(HEAD_TIMED_OUT_WRITE, io.write_all(HEAD_TIMED_OUT)).await {
+        Ok(Ok(())) => FastEnd::Closed,
+        _ => FastEnd::Dropped,
     }
 }
 

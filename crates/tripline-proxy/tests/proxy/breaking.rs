@@ -70,6 +70,39 @@ async fn client_errors_count_as_successes() {
 }
 
 #[tokio::test]
+async fn a_429_with_retry_after_opens_the_endpoint_for_at_most_five_minutes() {
+    let upstream = Upstream::start(|_| {
+        let mut r = respond(429, "slow down");
+        r.headers_mut()
+            .insert("retry-after", "86400".parse().unwrap());
+        r
+    })
+    .await;
+    let (proxy, running, addr, clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
+    let first = get(addr, "/").await;
+    assert_eq!((first.status, first.body.as_str()), (429, "slow down"));
+    let refused = get(addr, "/").await;
+    assert_eq!(refused.header("x-tripline-flag"), Some("NH"));
+    assert_eq!(
+        refused.header("retry-after"),
+        Some("300"),
+        "a day's wait is capped at five minutes"
+    );
+    let endpoint = proxy
+        .cluster("backend")
+        .unwrap()
+        .endpoint(&upstream.addr.to_string())
+        .unwrap();
+    assert_eq!(endpoint.breaker().state(), tripline::State::Open);
+    clock.advance(Duration::from_secs(299));
+    assert_eq!(get(addr, "/").await.header("x-tripline-flag"), Some("NH"));
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(get(addr, "/").await.body, "slow down");
+    assert_eq!(upstream.hits(), 2);
+    running.shutdown().await;
+}
+
+#[tokio::test]
 async fn retry_after_opens_the_endpoint_until_then() {
     let upstream = Upstream::start(|_| {
         let mut r = respond(503, "busy");

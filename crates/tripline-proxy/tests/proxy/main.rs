@@ -8,6 +8,7 @@ mod admin_api;
 mod admin_config;
 mod admin_events;
 mod bad_input;
+mod balancing;
 mod breaking;
 mod config_errors;
 mod dns;

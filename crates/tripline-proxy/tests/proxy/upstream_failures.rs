@@ -1,6 +1,8 @@
 //! Upstreams that hang, close mid-answer or refuse connections: the client
 //! always gets a clear answer, never a hung connection.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -60,6 +62,32 @@ async fn an_upstream_closing_before_its_answer_is_whole_gives_502() {
         "a failure, not a refusal"
     );
     assert_eq!(answer.header("x-tripline-flag"), Some("UC"));
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_upstream_resetting_the_connection_gives_502_and_is_retried() {
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    let upstream = raw_upstream(move |mut s| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            read_head(&mut s).await;
+            // SO_LINGER 0: the close sends RST, not FIN.
+            s.set_zero_linger().unwrap();
+        }
+    })
+    .await;
+    let route = "retry = { attempts = 2 }";
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream], route, "")).await;
+    let answer = get(addr, "/").await;
+    assert_eq!(answer.status, 502);
+    assert_eq!(answer.header("x-tripline-flag"), Some("UC"));
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        2,
+        "a reset is a failure the route retries"
+    );
     running.shutdown().await;
 }
 
