@@ -1,15 +1,19 @@
 //! `tripline check FILE`: validates a breaker config (TOML, YAML or JSON by
 //! extension, the library's vocabulary) before it is deployed, printing its warnings — the same
 //! checks a breaker runs at construction and on live reconfiguration. A
-//! proxy config (one with listeners, routes or clusters) is validated as
-//! the proxy would at start, with the warnings of every breaker in it.
+//! proxy config (TOML or YAML, one with listeners, routes or clusters) is
+//! checked as `tripline proxy` checks it at start — parsed, validated and
+//! built, TLS files and admin token read — short of binding its
+//! listeners, with the warnings of every breaker in it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use tripline::CircuitBreakerConfig;
 use tripline::breaker::{ConfigFileError, ConfigFormat};
-use tripline_proxy::config::ProxyConfig;
+use tripline::clock::EventLoopClock;
+use tripline_proxy::Proxy;
+use tripline_proxy::config::{ConfigFile, ProxyConfig};
 
 use crate::CliError;
 
@@ -17,14 +21,16 @@ use crate::CliError;
 #[derive(Args, Debug)]
 pub(crate) struct CheckArgs {
     /// The breaker config (`.toml`, `.yaml`/`.yml`, `.json`) or proxy
-    /// config (`.toml`) to validate.
+    /// config (`.toml`, `.yaml`/`.yml`) to validate.
     file: PathBuf,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     let path = args.file.display();
     let format = ConfigFormat::from_path(&args.file).unwrap_or(ConfigFormat::Toml);
-    let config = if format == ConfigFormat::Toml {
+    let config = if format == ConfigFormat::Json {
+        CircuitBreakerConfig::from_path(&args.file).map_err(|e| CliError::input(e.to_string()))?
+    } else {
         let bytes =
             std::fs::read(&args.file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
         let text = tripline::breaker::utf8_text(&bytes).map_err(|e| {
@@ -36,7 +42,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         if ProxyConfig::looks_like_proxy_config(text) {
             return check_proxy(&args.file, text);
         }
-        if crate::kind::looks_like_scenario(text) {
+        if format == ConfigFormat::Toml && crate::kind::looks_like_scenario(text) {
             return Err(CliError::input(format!(
                 "{path}: this looks like a fault scenario (it has [traffic], [[fault]] or [[breaker]] tables), not a breaker config; run it with `tripline simulate {path}`"
             )));
@@ -48,8 +54,6 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
             };
             CliError::input(e.to_string())
         })?
-    } else {
-        CircuitBreakerConfig::from_path(&args.file).map_err(|e| CliError::input(e.to_string()))?
     };
     let warnings = config
         .validate()
@@ -66,9 +70,10 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn check_proxy(file: &std::path::Path, text: &str) -> Result<(), CliError> {
-    let config =
-        ProxyConfig::from_toml(text).map_err(|e| CliError::input(e.in_file(file).to_string()))?;
+fn check_proxy(file: &Path, text: &str) -> Result<(), CliError> {
+    let source = ConfigFile::from_text(file, text);
+    let config = source.parse().map_err(|e| CliError::input(e.to_string()))?;
+    build_as_at_start(&source, &config)?;
     let mut warnings = 0;
     let routes = config
         .routes
@@ -98,6 +103,27 @@ fn check_proxy(file: &std::path::Path, text: &str) -> Result<(), CliError> {
         plural(warnings),
     );
     Ok(())
+}
+
+/// Builds the proxy as `tripline proxy` does before it binds anything, so
+/// that what only the build finds (a TLS file that is missing or does not
+/// fit its key, an unreadable admin token file) fails the check rather
+/// than the start. Nothing outlives it: the build binds no socket and
+/// starts no task, and the runtime it is entered in (there in case some
+/// part of the build ever needs one) ends with the check.
+fn build_as_at_start(source: &ConfigFile, config: &ProxyConfig) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::other(format!("cannot start a runtime to build the proxy: {e}")))?;
+    let _entered = runtime.enter();
+    // The clock `tripline proxy` serves on; unlike the default monotonic
+    // clock it starts no ticker thread.
+    Proxy::builder(config.clone())
+        .clock(EventLoopClock)
+        .build()
+        .map(drop)
+        .map_err(|e| CliError::input(source.place(e).to_string()))
 }
 
 fn plural(n: usize) -> &'static str {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use tripline::clock::EventLoopClock;
-use tripline_proxy::config::ProxyConfig;
+use tripline_proxy::config::ConfigFile;
 use tripline_proxy::{Proxy, Threading};
 
 use crate::CliError;
@@ -15,7 +15,8 @@ use crate::CliError;
 /// Options of `tripline proxy`.
 #[derive(Args, Debug)]
 pub(crate) struct ProxyArgs {
-    /// The proxy config (TOML): listeners, routes, clusters.
+    /// The proxy config (TOML, or YAML for `.yaml`/`.yml`): listeners,
+    /// routes, clusters.
     #[arg(long, short)]
     config: PathBuf,
     /// Threads serving connections (default: one per core).
@@ -40,13 +41,14 @@ pub(crate) enum RuntimeKind {
 }
 
 pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
-    let config = ProxyConfig::load(&args.config).map_err(|e| CliError::input(e.to_string()))?;
+    let source = ConfigFile::read(&args.config).map_err(|e| CliError::input(e.to_string()))?;
+    let config = source.parse().map_err(|e| CliError::input(e.to_string()))?;
     // The runtimes refresh the breakers' clock as they wake: no ticker
     // thread preempting the serving threads a thousand times a second.
     let proxy = Proxy::builder(config)
         .clock(EventLoopClock)
         .build()
-        .map_err(|e| CliError::input(e.to_string()))?;
+        .map_err(|e| CliError::input(source.place(e).to_string()))?;
     let threading = match args.runtime {
         RuntimeKind::MultiThread => Threading::MultiThread {
             threads: args.threads,
@@ -144,7 +146,13 @@ async fn reload_on_hangup(hangups: Hangups, proxy: Proxy, path: PathBuf) {
 }
 
 fn reload(proxy: &Proxy, path: &Path) {
-    match ProxyConfig::load(path).and_then(|config| proxy.reload(config)) {
+    // What only the rebuild finds (a TLS file gone since the start) names
+    // the file and line too, as a parse error does.
+    let reloaded = ConfigFile::read(path).and_then(|source| {
+        let config = source.parse()?;
+        proxy.reload(config).map_err(|e| source.place(e))
+    });
+    match reloaded {
         Ok(report) => {
             println!("tripline proxy: reloaded {}", path.display());
             for section in &report.restart_required {

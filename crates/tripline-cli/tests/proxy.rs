@@ -1,7 +1,7 @@
 //! `tripline proxy` through the real binary, driven by `curl` (Debian
 //! package `curl`): traffic passes, a failing upstream trips the route
 //! breaker and curl sees the explained refusal, SIGTERM drains and exits
-//! 0. And `tripline check` on proxy configs.
+//! 0. And `tripline check` on proxy configs, TOML and YAML.
 
 #[path = "support/run.rs"]
 mod support;
@@ -293,4 +293,158 @@ fn sighup_reloads_the_file_and_an_invalid_file_changes_nothing() {
         "{said}"
     );
     assert!(curl(&format!("http://{addr}/moved")).starts_with("http/1.1 202"));
+}
+
+#[test]
+fn check_accepts_a_yaml_proxy_config_and_names_file_line_and_field_when_it_is_wrong() {
+    let dir = Dir::new();
+    let text = "listeners:\n  - address: 127.0.0.1:8080\nroutes:\n  - name: api\n    cluster: backend\n    breaker:\n      window: { kind: count, size: 10 }\n      minimum_calls: 20\nclusters:\n  backend:\n    endpoints: [127.0.0.1:9000]\n";
+    let good = dir.write("proxy.yaml", text);
+    let out = tripline(["check", good.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let said = out.text();
+    assert!(
+        said.contains("proxy.yaml: valid proxy config (1 listener, 1 route, 1 cluster, 1 warning)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("warning: `routes[0].breaker.minimum_calls`"),
+        "{said}"
+    );
+
+    for (name, bad, says) in [
+        (
+            "bad.yaml",
+            text.replace("cluster: backend", "cluster: nope"),
+            "bad.yaml:5: routes[0].cluster: names no cluster",
+        ),
+        (
+            "bad.yml",
+            text.replace("minimum_calls: 20", "minimum_calls: -1"),
+            "bad.yml:8: routes[0].breaker.minimum_calls: invalid type",
+        ),
+        (
+            "syntax.yaml",
+            text.replace("    cluster: backend", "      cluster: backend"),
+            "syntax.yaml:5: mapping values are not allowed",
+        ),
+    ] {
+        let bad = dir.write(name, &bad);
+        let out = tripline(["check", bad.to_str().expect("path")]);
+        assert_eq!(out.status, 2, "{name}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{name}: nothing on stdout");
+        assert!(out.stderr.contains(says), "{name}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn check_builds_the_proxy_so_a_missing_tls_file_fails_as_the_start_would() {
+    let dir = Dir::new();
+    let missing = dir.path("missing.pem");
+    let key = dir.write("key.pem", "not used: the certificate is read first");
+    let config = dir.write(
+        "proxy.toml",
+        &format!(
+            "[[listeners]]\naddress = \"127.0.0.1:0\"\ntls = {{ cert = {:?}, key = {:?} }}\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n",
+            missing.display().to_string(),
+            key.display().to_string()
+        ),
+    );
+    let says = format!(
+        "proxy.toml:3: listeners[0].tls.cert: cannot read {}",
+        missing.display()
+    );
+    let out = tripline(["check", config.to_str().expect("path")]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    assert!(out.stderr.contains(&says), "{}", out.stderr);
+    // The start refuses it with the same words, naming the file too.
+    let out = tripline(["proxy", "--config", config.to_str().expect("path")]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains(&says), "{}", out.stderr);
+}
+
+#[test]
+fn a_yaml_config_serves_and_a_bad_reload_names_file_line_and_field() {
+    require_curl();
+    let backend = upstream(Arc::new(AtomicU16::new(200)));
+    let dir = Dir::new();
+    let text = format!(
+        "listeners:\n  - address: 127.0.0.1:0\nroutes:\n  - name: api\n    cluster: backend\n    match: {{ path_prefix: /api }}\nclusters:\n  backend:\n    endpoints: [\"{backend}\"]\n"
+    );
+    let config = dir.write("proxy.yaml", &text);
+    let child = Command::new(env!("CARGO_BIN_EXE_tripline"))
+        .args(["proxy", "--config", config.to_str().expect("path")])
+        .args(["--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the proxy");
+    let mut child = Running(child);
+    let (lines_tx, lines) = mpsc::channel();
+    let stdout = child.0.stdout.take().expect("stdout");
+    let stderr = child.0.stderr.take().expect("stderr");
+    for out in [Box::new(stdout) as Box<dyn Read + Send>, Box::new(stderr)] {
+        let lines_tx = lines_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = lines_tx.send(line);
+            }
+        });
+    }
+    let listening = lines
+        .recv_timeout(BOUND)
+        .expect("the proxy says where it listens");
+    let addr = listening
+        .strip_prefix("tripline proxy: listening on ")
+        .expect(&listening)
+        .to_owned();
+    let ok = curl(&format!("http://{addr}/api/orders"));
+    assert!(
+        ok.starts_with("http/1.1 200") && ok.ends_with("hello"),
+        "{ok}"
+    );
+
+    dir.write(
+        "proxy.yaml",
+        &text.replace("path_prefix: /api", "path_prefix: api"),
+    );
+    let sent = Command::new("kill")
+        .args(["-HUP", &child.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let said = lines.recv_timeout(BOUND).expect("the refusal is reported");
+    assert!(
+        said.contains("reload refused, the last good config stays")
+            && said.contains("proxy.yaml:6: routes[0].match.path_prefix"),
+        "{said}"
+    );
+    assert!(curl(&format!("http://{addr}/api/orders")).starts_with("http/1.1 200"));
+
+    // What only the rebuild finds (here a CA file that is not there) names
+    // the file and the line too.
+    let missing = dir.path("missing-ca.pem");
+    dir.write(
+        "proxy.yaml",
+        &format!(
+            "{text}    tls: {{ ca: {:?} }}\n",
+            missing.display().to_string()
+        ),
+    );
+    let sent = Command::new("kill")
+        .args(["-HUP", &child.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let said = lines.recv_timeout(BOUND).expect("the refusal is reported");
+    assert!(
+        said.contains("reload refused, the last good config stays")
+            && said.contains(&format!(
+                "proxy.yaml:10: clusters.backend.tls.ca: cannot read {}",
+                missing.display()
+            )),
+        "{said}"
+    );
+    assert!(curl(&format!("http://{addr}/api/orders")).starts_with("http/1.1 200"));
 }

@@ -1,4 +1,5 @@
-//! The proxy's configuration: one TOML file in the library's vocabulary.
+//! The proxy's configuration: one TOML or YAML file in the library's
+//! vocabulary (YAML for `.yaml` and `.yml`, see [`FileFormat::of_path`]).
 //!
 //! A proxy config is a list of listeners, an ordered list of routes and a
 //! table of clusters. Everything that protects a call is written exactly
@@ -13,7 +14,7 @@
 //! default), and [`ProxyConfig::validate`] refuses contradictions — a
 //! per-try timeout longer than the overall deadline, a route to a cluster
 //! that does not exist — naming the field, so the error points at the line
-//! to fix.
+//! to fix, in either format.
 //!
 //! ```
 //! use tripline_proxy::config::ProxyConfig;
@@ -49,7 +50,7 @@ mod validate;
 mod validate_protect;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -237,6 +238,90 @@ impl ListenerSection {
     }
 }
 
+/// The text formats a proxy config file can be written in, one vocabulary
+/// for both: the same serde types read them, so validation is identical.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileFormat {
+    /// The format of the examples and of `PUT /api/config`.
+    Toml,
+    /// For a config that lives beside Kubernetes manifests.
+    Yaml,
+}
+
+impl FileFormat {
+    /// The format of the file at `path`: `.yaml` and `.yml` (any case) are
+    /// YAML; every other name is TOML, as every file was before YAML was
+    /// read, so a `proxy.conf` that started a proxy still does (a YAML
+    /// file under another name fails with a TOML syntax error that names
+    /// its line).
+    pub fn of_path(path: &Path) -> FileFormat {
+        let yaml = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        if yaml {
+            FileFormat::Yaml
+        } else {
+            FileFormat::Toml
+        }
+    }
+}
+
+/// A config file's path, text and format, kept once it is read so that an
+/// error found after parsing — building the proxy reads the TLS files and
+/// the admin token, and checks what validation cannot — still names the
+/// file and the line of its field, as a parse error does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigFile {
+    /// Where the text was read from; every error names it.
+    pub path: PathBuf,
+    /// The file's text.
+    pub text: String,
+    /// How the text is written (by the path's extension).
+    pub format: FileFormat,
+}
+
+impl ConfigFile {
+    /// Reads the file at `path`, in the format its extension names
+    /// ([`FileFormat::of_path`]); an unreadable file is an error naming it.
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;
+        Ok(ConfigFile::from_text(path, text))
+    }
+
+    /// A file whose text the caller read already (`tripline check` reads
+    /// the bytes itself, to place a byte that is not UTF-8).
+    pub fn from_text(path: impl Into<PathBuf>, text: impl Into<String>) -> ConfigFile {
+        let path = path.into();
+        ConfigFile {
+            format: FileFormat::of_path(&path),
+            text: text.into(),
+            path,
+        }
+    }
+
+    /// Parses and validates the text; errors name the file, the line and
+    /// the field.
+    pub fn parse(&self) -> Result<ProxyConfig, ConfigError> {
+        ProxyConfig::from_str_with_format(&self.text, self.format)
+            .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// `e` (an error of the config this file holds, from
+    /// [`Proxy::try_new`](crate::Proxy::try_new) or a reload, which know the
+    /// field but not the text) naming this file and the line of its field.
+    pub fn place(&self, e: ConfigError) -> ConfigError {
+        let position = match (e.line, e.field.as_str()) {
+            (Some(_), _) | (None, "") => None,
+            (None, field) => match self.format {
+                FileFormat::Toml => locate::locate(&self.text, field),
+                FileFormat::Yaml => locate::locate_yaml(&self.text, field),
+            },
+        };
+        e.at(position).in_file(&self.path)
+    }
+}
+
 impl ProxyConfig {
     /// Parses a config from TOML text and validates it; an error names
     /// the line (and column) of the offending key.
@@ -249,7 +334,8 @@ impl ProxyConfig {
                 // errors do (`routes[0].retry.attempts`), and inside a
                 // breaker table the breaker too.
                 if let Some(path) = locate::path_at(text, span.start) {
-                    if let Some(name) = locate::breaker_of(text, &path) {
+                    let doc = toml::from_str(text).ok();
+                    if let Some(name) = doc.and_then(|doc| locate::breaker_of(&doc, &path)) {
                         err.message = format!("{} (breaker {name:?})", err.message);
                     }
                     err.field = path;
@@ -265,28 +351,67 @@ impl ProxyConfig {
         Ok(config)
     }
 
-    /// Reads, parses and validates the config file at `path`; errors name the file.
-    pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;
-        Self::from_toml(&text).map_err(|e| e.in_file(path))
+    /// Parses a config from YAML text — the same keys, nested as YAML
+    /// mappings and sequences — and validates it; an error names the line
+    /// (and column) of the offending key, as [`from_toml`](Self::from_toml)'s do.
+    ///
+    /// ```
+    /// use tripline_proxy::config::ProxyConfig;
+    ///
+    /// let text = "listeners:\n  - address: 127.0.0.1:8080\nroutes:\n  - name: api\n    cluster: backend\n    retry: { attempts: 0 }\nclusters:\n  backend:\n    endpoints: [127.0.0.1:9000]\n";
+    /// let e = ProxyConfig::from_yaml(text).unwrap_err();
+    /// assert_eq!(e.to_string(), "line 6: routes[0].retry.attempts: must be at least 1 (the first try counts)");
+    /// ```
+    pub fn from_yaml(text: &str) -> Result<ProxyConfig, ConfigError> {
+        let config: ProxyConfig =
+            serde_yaml_ng::from_str(text).map_err(|e| locate::yaml_error(text, &e))?;
+        config.validate().map_err(|e| {
+            let position = locate::locate_yaml(text, &e.field);
+            e.at(position)
+        })?;
+        Ok(config)
     }
 
-    /// Whether `text` looks like a proxy config rather than a breaker config
-    /// (it has listeners, routes or clusters), so one `check` command
-    /// accepts both.
-    pub fn looks_like_proxy_config(text: &str) -> bool {
-        match toml::from_str::<toml::Table>(text) {
-            Ok(table) => [
-                "listeners",
-                "routes",
-                "clusters",
-                "proxy",
-                "admin",
-                "config_source",
-            ]
-            .iter()
-            .any(|k| table.contains_key(*k)),
-            Err(_) => false,
+    /// Parses and validates `text` written in `format`.
+    pub fn from_str_with_format(
+        text: &str,
+        format: FileFormat,
+    ) -> Result<ProxyConfig, ConfigError> {
+        match format {
+            FileFormat::Toml => Self::from_toml(text),
+            FileFormat::Yaml => Self::from_yaml(text),
         }
+    }
+
+    /// Reads, parses and validates the config file at `path`, TOML or YAML
+    /// by its extension ([`FileFormat::of_path`]); errors name the file.
+    /// Keep the [`ConfigFile`] instead to place the errors of building the
+    /// proxy from it too.
+    pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
+        ConfigFile::read(path)?.parse()
+    }
+
+    /// Whether `text` (TOML or YAML) looks like a proxy config rather than
+    /// a breaker config (it has listeners, routes or clusters), so one
+    /// `check` command accepts both.
+    pub fn looks_like_proxy_config(text: &str) -> bool {
+        const SECTIONS: [&str; 6] = [
+            "listeners",
+            "routes",
+            "clusters",
+            "proxy",
+            "admin",
+            "config_source",
+        ];
+        // YAML is tried only for text that is not TOML: TOML text is
+        // never a YAML mapping with these keys, nor YAML text a TOML table.
+        if let Ok(table) = toml::from_str::<toml::Table>(text) {
+            return SECTIONS.iter().any(|k| table.contains_key(*k));
+        }
+        // Only the top-level keys are read, as far as the text parses: a
+        // proxy config with a syntax error further down is still the
+        // proxy's to report (read as a breaker config, its first key would
+        // be "unknown").
+        SECTIONS.iter().any(|k| locate::yaml_has_key(text, k))
     }
 }

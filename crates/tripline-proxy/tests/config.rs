@@ -187,6 +187,27 @@ fn proxy_configs_are_told_from_breaker_configs() {
 }
 
 #[test]
+fn yaml_proxy_configs_are_told_from_yaml_breaker_configs() {
+    let proxy = "listeners:\n  - address: 127.0.0.1:0\nclusters:\n  backend:\n    endpoints: [127.0.0.1:9000]\n";
+    assert!(ProxyConfig::looks_like_proxy_config(proxy));
+    // Not yet valid (a bad value) but a proxy config all the same, so its
+    // errors are the proxy's, naming the field.
+    assert!(ProxyConfig::looks_like_proxy_config(
+        "routes:\n  - name: api\n    retry: { attempts: x }\n"
+    ));
+    // A syntax error after the first section: still the proxy's to report.
+    assert!(ProxyConfig::looks_like_proxy_config(
+        "listeners:\n  - address: 127.0.0.1:0\nroutes:\n  - name: api\n      cluster: backend\n"
+    ));
+    assert!(!ProxyConfig::looks_like_proxy_config(
+        "name: payments\nminimum_calls: 5\n"
+    ));
+    assert!(!ProxyConfig::looks_like_proxy_config(
+        "- routes\n- clusters\n"
+    ));
+}
+
+#[test]
 fn two_route_breakers_of_one_name_are_refused() {
     let twice = format!(
         "{}\n[[routes]]\nname = \"other\"\ncluster = \"backend\"\nbreaker = {{ name = \"api\" }}\n",

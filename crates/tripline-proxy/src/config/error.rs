@@ -20,7 +20,7 @@ pub struct ConfigError {
     /// The column (from 1, in characters) of that key.
     pub column: Option<usize>,
     /// The offending key, dotted (`routes[1].retry.attempts`); empty for
-    /// errors of the whole file (unreadable, not TOML).
+    /// errors of the whole file (unreadable, not TOML or YAML).
     pub field: String,
     /// What is wrong.
     pub message: String,
