@@ -14,81 +14,325 @@
 //!
 //! The selection path is untouched: membership changes swap the cluster's
 //! endpoint set, which calls read lock-free.
+//!
+//! # Reloads
+//!
+//! What each refresher follows — its cluster, the endpoints as written,
+//! the interval, the last good answers — is a [`Follow`], one per cluster
+//! with `dns_refresh`, held by [`Dns`] and replaced by reloads. One
+//! supervisor task (started with the proxy, on the first runtime) runs a
+//! refresher per follow and reconciles them on every reload: a follow a
+//! reload dropped (its cluster removed or rebuilt, or its `dns_refresh`
+//! removed) has its refresher aborted; a new one (a cluster added or
+//! rebuilt with `dns_refresh`) gets one, which resolves at once. A cluster
+//! a reload keeps keeps its follow: a changed endpoint list or interval is
+//! applied to that follow in place, membership recomputed from its last
+//! good answers (so resolved addresses that stay keep their state), and
+//! its refresher woken to resolve any new name now.
+//!
+//! A dropped follow is also *retired* under its lock before the new table
+//! is published, and a refresher applies nothing once its follow is
+//! retired: between the reload and the supervisor's abort, a refresher
+//! mid-lookup must not put back the endpoints of a config that is gone.
+//! The supervisor's own task set dies with the proxy's (the drain aborts
+//! it, which drops every refresher): no refresher outlives its proxy, nor
+//! its cluster's place in the table.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::task::JoinSet;
+use tokio::sync::{Notify, watch};
+use tokio::task::{AbortHandle, JoinSet};
+use tripline::PolicyConfigError;
 use tripline::cluster::{Cluster, EndpointConfig};
 
+use crate::config::{ConfigError, ProxyConfig};
 use crate::proxy::Inner;
-use crate::upstream::ResolvedNames;
+use crate::table::Table;
+use crate::upstream::{ClusterUpstream, ResolvedNames};
 
 /// How long one lookup may take before it counts as failed.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Starts a refresher for every cluster with `dns_refresh`, on `tasks`
-/// (aborted when the proxy drains).
-///
-/// The refreshers follow the clusters of the table the proxy starts with;
-/// a cluster a reload keeps (unchanged config) keeps its refresher, one a
-/// reload builds anew resolves its names per connection until a restart.
-pub(crate) fn spawn_refreshers(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) {
-    let table = inner.table.load_full();
-    for (name, section) in &table.config.clusters {
-        let (Some(every), Some(cluster), Some(upstream)) = (
-            section.dns_refresh,
-            table.clusters.get(name),
-            table.upstreams.get(name),
-        ) else {
-            continue;
-        };
-        let refresher = Refresher {
-            cluster: cluster.clone(),
-            configured: section.endpoints.clone(),
-            names: upstream.names.clone(),
-            known: BTreeMap::new(),
-        };
-        tasks.spawn(refresher.run(every));
-    }
+/// The follows of the table in force, by cluster name.
+type Follows = Arc<BTreeMap<String, Arc<Follow>>>;
+
+/// What the DNS refreshers follow: one [`Follow`] per cluster with
+/// `dns_refresh` in the table in force. Reloads replace the set (one
+/// reload at a time: the proxy's reload lock orders them); the supervisor
+/// watches it, so a reload need not be on a runtime to start or stop a
+/// refresher, and a proxy that is not serving runs none.
+pub(crate) struct Dns {
+    follows: watch::Sender<Follows>,
 }
 
-/// One cluster's re-resolution.
-struct Refresher {
-    cluster: Cluster,
-    /// The endpoints as written in the config.
-    configured: Vec<String>,
-    /// Where TLS looks up the name an address came from.
-    names: ResolvedNames,
-    /// The last good answer for each name entry (`host:port`).
-    known: BTreeMap<String, Vec<SocketAddr>>,
-}
-
-impl Refresher {
-    async fn run(mut self, every: Duration) {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            self.refresh().await;
+impl Dns {
+    /// A follow for every cluster of `table` with `dns_refresh`, nothing
+    /// resolved yet (the refreshers resolve as they start).
+    pub(crate) fn new(table: &Table) -> Dns {
+        let mut follows = BTreeMap::new();
+        for (name, section) in &table.config.clusters {
+            let (Some(every), Some(cluster), Some(upstream)) = (
+                section.dns_refresh,
+                table.clusters.get(name),
+                table.upstreams.get(name),
+            ) else {
+                continue;
+            };
+            let follow = Follow::new(cluster, upstream, &section.endpoints, every);
+            follows.insert(name.clone(), follow);
+        }
+        Dns {
+            follows: watch::Sender::new(Arc::new(follows)),
         }
     }
 
-    /// Resolves every name entry once and applies the membership.
-    async fn refresh(&mut self) {
-        for entry in &self.configured {
+    /// Applies a reload from `before` to `after` (whose clusters and
+    /// clients are `clusters` and `upstreams`) to the clusters' endpoints
+    /// and refreshers. `kept` names the clusters that are the running ones
+    /// (the same [`Cluster`], and the same resolved names): one whose
+    /// endpoint list or `dns_refresh` changed gets its new membership here,
+    /// in place, so the endpoints that stay keep their breakers and
+    /// ejections. A cluster built anew gets a new follow; the follows of
+    /// clusters removed or rebuilt are retired.
+    ///
+    /// Call it once nothing else can refuse the config, before the new
+    /// table takes traffic. It refuses only what validation lets through
+    /// and the cluster still refuses (which the endpoints of a valid
+    /// config never are), naming the cluster's endpoints.
+    pub(crate) fn reload(
+        &self,
+        before: &ProxyConfig,
+        after: &ProxyConfig,
+        clusters: &BTreeMap<String, Cluster>,
+        upstreams: &BTreeMap<String, ClusterUpstream>,
+        kept: impl Fn(&str) -> bool,
+    ) -> Result<(), ConfigError> {
+        let mut old = BTreeMap::clone(&self.follows.borrow());
+        let mut next = BTreeMap::new();
+        // Retired only once every endpoint list applied: a refusal leaves
+        // the refreshers of the table still in force running.
+        let mut retiring = Vec::new();
+        for (name, section) in &after.clusters {
+            let (Some(cluster), Some(upstream)) = (clusters.get(name), upstreams.get(name)) else {
+                continue;
+            };
+            let previous = old.remove(name);
+            if !kept(name) {
+                retiring.extend(previous);
+                if let Some(every) = section.dns_refresh {
+                    let follow = Follow::new(cluster, upstream, &section.endpoints, every);
+                    next.insert(name.clone(), follow);
+                }
+                continue;
+            }
+            let changed = before.clusters.get(name) != Some(section);
+            let applied = match (previous, section.dns_refresh) {
+                (Some(p), Some(every)) => {
+                    let applied = changed.then(|| p.replan(&section.endpoints, every));
+                    next.insert(name.clone(), p);
+                    applied
+                }
+                (None, Some(every)) => {
+                    let f = Follow::new(cluster, upstream, &section.endpoints, every);
+                    let applied = changed.then(|| f.replan(&section.endpoints, every));
+                    next.insert(name.clone(), f);
+                    applied
+                }
+                // `dns_refresh` removed: the names are endpoints again.
+                (Some(p), None) => Some(p.hand_back(&section.endpoints)),
+                (None, None) => changed.then(|| {
+                    let none = BTreeMap::new();
+                    apply(cluster, &upstream.names, &section.endpoints, &none)
+                }),
+            };
+            let changed = applied.transpose().map_err(|e| {
+                ConfigError::invalid(format!("clusters.{name}.endpoints"), e.constraint)
+            })?;
+            if changed == Some(true) {
+                tracing::info!(
+                    cluster = %name,
+                    endpoints = ?ids(&cluster.endpoints()),
+                    "reload: endpoints replaced in place (endpoints that stay keep their state)"
+                );
+            }
+        }
+        for gone in retiring.iter().chain(old.values()) {
+            gone.retire();
+        }
+        self.follows.send_replace(Arc::new(next));
+        Ok(())
+    }
+}
+
+/// Starts the supervisor of the DNS refreshers on `tasks` (aborted when
+/// the proxy drains, which drops every refresher with it).
+///
+/// It runs one refresher for each cluster with `dns_refresh` in the table
+/// in force, and follows reloads: see the module docs.
+pub(crate) fn spawn_refreshers(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) {
+    tasks.spawn(supervise(inner.dns.follows.subscribe()));
+}
+
+/// Runs a refresher per follow in `follows`, reconciling them each time a
+/// reload replaces the set: a follow no longer in it has its refresher
+/// aborted, a new one gets one. Ends when the proxy is gone.
+async fn supervise(mut follows: watch::Receiver<Follows>) {
+    let mut refreshers = JoinSet::new();
+    let mut running: Vec<(Arc<Follow>, AbortHandle)> = Vec::new();
+    loop {
+        let now = follows.borrow_and_update().clone();
+        running.retain(|(follow, task)| {
+            let stays = now.values().any(|f| Arc::ptr_eq(f, follow));
+            if !stays {
+                task.abort();
+            }
+            stays
+        });
+        for follow in now.values() {
+            if !running.iter().any(|(f, _)| Arc::ptr_eq(f, follow)) {
+                let task = refreshers.spawn(follow.clone().run());
+                running.push((follow.clone(), task));
+            }
+        }
+        // Reap ended refreshers (aborted or retired) while waiting, so
+        // that many reloads leave no finished tasks behind.
+        loop {
+            tokio::select! {
+                changed = follows.changed() => match changed {
+                    Ok(()) => break,
+                    Err(_) => return,
+                },
+                Some(_) = refreshers.join_next() => {}
+            }
+        }
+    }
+}
+
+/// One cluster's re-resolution: what its refresher follows.
+struct Follow {
+    cluster: Cluster,
+    /// Where TLS looks up the name an address came from (the cluster's
+    /// client's, which a reload that keeps the cluster keeps).
+    names: ResolvedNames,
+    /// Also orders membership changes: a refresh and a reload apply theirs
+    /// under it, each from the plan as it is then.
+    plan: Mutex<Plan>,
+    /// A reload changed the plan: refresh now, not at the next tick.
+    wake: Notify,
+}
+
+/// What a follow resolves, how often, and what it last learnt.
+struct Plan {
+    /// The endpoints as written in the config.
+    configured: Vec<String>,
+    every: Duration,
+    /// The last good answer for each name entry (`host:port`).
+    known: BTreeMap<String, Vec<SocketAddr>>,
+    /// The table no longer has this follow: apply nothing more, end.
+    retired: bool,
+}
+
+impl Follow {
+    fn new(
+        cluster: &Cluster,
+        upstream: &ClusterUpstream,
+        configured: &[String],
+        every: Duration,
+    ) -> Arc<Follow> {
+        Arc::new(Follow {
+            cluster: cluster.clone(),
+            names: upstream.names.clone(),
+            plan: Mutex::new(Plan {
+                configured: configured.to_vec(),
+                every,
+                known: BTreeMap::new(),
+                retired: false,
+            }),
+            wake: Notify::new(),
+        })
+    }
+
+    fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn retire(&self) {
+        self.plan().retired = true;
+    }
+
+    /// Retires the follow of a kept cluster that no longer resolves names,
+    /// giving it `configured` as its endpoints: under the plan's lock, so
+    /// no refresh lands after it. Not retired if the cluster refuses them.
+    fn hand_back(&self, configured: &[String]) -> Result<bool, PolicyConfigError> {
+        let mut plan = self.plan();
+        let applied = apply(&self.cluster, &self.names, configured, &BTreeMap::new())?;
+        plan.retired = true;
+        Ok(applied)
+    }
+
+    /// A reload's new endpoint list and interval: the membership they make
+    /// with the answers known for the names that stay, applied now; the
+    /// refresher is woken to resolve new names and take the new interval.
+    /// Whether the endpoints changed.
+    fn replan(&self, configured: &[String], every: Duration) -> Result<bool, PolicyConfigError> {
+        let mut plan = self.plan();
+        plan.configured = configured.to_vec();
+        plan.every = every;
+        plan.known.retain(|entry, _| configured.contains(entry));
+        let applied = apply(&self.cluster, &self.names, &plan.configured, &plan.known);
+        drop(plan);
+        self.wake.notify_one();
+        applied
+    }
+
+    /// Refreshes at once, then every interval (or when a reload wakes it),
+    /// until retired.
+    async fn run(self: Arc<Self>) {
+        while self.refresh().await {
+            let every = self.plan().every;
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = self.wake.notified() => {}
+            }
+        }
+    }
+
+    /// Resolves every name entry once and applies the membership; `false`
+    /// once the follow is retired.
+    async fn refresh(&self) -> bool {
+        let configured = {
+            let plan = self.plan();
+            if plan.retired {
+                return false;
+            }
+            plan.configured.clone()
+        };
+        let mut answers = Vec::new();
+        for entry in configured {
             if entry.parse::<SocketAddr>().is_ok() {
                 continue;
             }
-            let looked_up = tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host(entry));
+            let looked_up = tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host(&entry));
             let answer = match looked_up.await {
                 Ok(Ok(addrs)) => Ok(addrs.collect()),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(_) => Err(format!("no answer within {LOOKUP_TIMEOUT:?}")),
             };
-            if let Err(error) = remember(&mut self.known, entry, answer) {
+            answers.push((entry, answer));
+        }
+        let mut plan = self.plan();
+        if plan.retired {
+            return false;
+        }
+        for (entry, answer) in answers {
+            // A name a reload removed during the lookups is not remembered.
+            if !plan.configured.contains(&entry) {
+                continue;
+            }
+            if let Err(error) = remember(&mut plan.known, &entry, answer) {
                 tracing::warn!(
                     cluster = self.cluster.name(),
                     endpoint = %entry,
@@ -97,23 +341,11 @@ impl Refresher {
                 );
             }
         }
-        let (endpoints, names) = membership(&self.configured, &self.known);
-        let current = self.cluster.endpoints();
-        let same = current.len() == endpoints.len()
-            && current
-                .iter()
-                .zip(&endpoints)
-                .all(|(c, e)| c.id().as_str() == e.id && c.address() == e.address);
-        // Names first: a connection to a new address must find its name.
-        *self.names.write().unwrap_or_else(|e| e.into_inner()) = names;
-        if same {
-            return;
-        }
-        let ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
-        match self.cluster.set_endpoints(endpoints.clone()) {
-            Ok(()) => tracing::info!(
+        match apply(&self.cluster, &self.names, &plan.configured, &plan.known) {
+            Ok(false) => {}
+            Ok(true) => tracing::info!(
                 cluster = self.cluster.name(),
-                endpoints = ?ids,
+                endpoints = ?ids(&self.cluster.endpoints()),
                 "endpoints follow DNS"
             ),
             Err(e) => tracing::warn!(
@@ -122,7 +354,42 @@ impl Refresher {
                 "DNS answer refused by the cluster; endpoints unchanged"
             ),
         }
+        true
     }
+}
+
+/// Gives `cluster` the endpoints `configured` makes with the answers in
+/// `known` (see [`membership`]), and `names` the names they came from.
+/// Whether the endpoints changed: none when they are the endpoints
+/// already, whatever their weights.
+fn apply(
+    cluster: &Cluster,
+    names: &ResolvedNames,
+    configured: &[String],
+    known: &BTreeMap<String, Vec<SocketAddr>>,
+) -> Result<bool, PolicyConfigError> {
+    let (endpoints, resolved) = membership(configured, known);
+    let current = cluster.endpoints();
+    let same = current.len() == endpoints.len()
+        && current
+            .iter()
+            .zip(&endpoints)
+            .all(|(c, e)| c.id().as_str() == e.id && c.address() == e.address);
+    // Names first: a connection to a new address must find its name.
+    *names.write().unwrap_or_else(PoisonError::into_inner) = resolved;
+    if same {
+        return Ok(false);
+    }
+    cluster.set_endpoints(endpoints)?;
+    Ok(true)
+}
+
+/// The ids of `endpoints`, to log.
+fn ids(endpoints: &[tripline::cluster::Endpoint]) -> Vec<String> {
+    endpoints
+        .iter()
+        .map(|e| e.id().as_str().to_owned())
+        .collect()
 }
 
 /// Keeps a good answer for `entry` in `known`; a failed or empty one
@@ -182,6 +449,7 @@ mod tests {
 
     use super::*;
 
+    /// The ids of `endpoints`, to log.
     fn ids(endpoints: &[EndpointConfig]) -> Vec<&str> {
         endpoints.iter().map(|e| e.id.as_str()).collect()
     }

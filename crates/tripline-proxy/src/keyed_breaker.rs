@@ -9,6 +9,19 @@
 //! that eviction pass from the request path, at most once per half TTL, on
 //! the registry's clock (no background task to own).
 //!
+//! A reload keeps a route's family — the same registry, every key's
+//! breaker with its state, an open one staying open — when the route (by
+//! name) keeps the same breaker template, family name and `breaker_key`
+//! section. Any change to those builds a fresh family: every key starts
+//! closed. The trade-off: `reconfigure_family` could carry state through a
+//! template change, but not through a change of the registry's bounds
+//! (`max_breakers`, `overflow`, `idle_ttl`) or of the header the keys come
+//! from; one rule — a changed family is a new family, as a cluster whose
+//! endpoint breaker template changed is a new cluster — keeps what an
+//! operator must predict simple. (Parameters pushed for the family through
+//! `[config_source]` are not a file change: a kept family keeps running
+//! them.)
+//!
 //! Metrics stay bounded: the registry is exported at
 //! [`Detail::Aggregate`](tripline_prometheus::Detail::Aggregate) — its
 //! counts by state, creations, evictions and overflows — never one series
@@ -80,6 +93,33 @@ impl KeyedBreaker {
                 u64::try_from((t / 2).as_nanos()).unwrap_or(u64::MAX)
             }),
         }))
+    }
+
+    /// Whether a route reloaded from `before` to `after` keeps its keyed
+    /// breakers: both have a family, with the same name, the same template
+    /// and the same `breaker_key` section (header and bounds). What else the
+    /// route changes (its path, timeouts, retries) says nothing of its
+    /// tenants' health.
+    pub(crate) fn same_family(before: &RouteSection, after: &RouteSection) -> bool {
+        after.breaker_key.is_some()
+            && before.breaker_key == after.breaker_key
+            && before.breaker == after.breaker
+            && before.breaker_name() == after.breaker_name()
+    }
+
+    /// The same family for a reloaded route: the registry (so every key's
+    /// breaker and its state) is shared with `self`, which the requests
+    /// still in flight on the previous table go on using. The eviction
+    /// pacing is copied, not shared: at worst one extra eviction pass,
+    /// which the registry tolerates.
+    pub(crate) fn carried_over(&self) -> KeyedBreaker {
+        KeyedBreaker {
+            header: self.header.clone(),
+            registry: self.registry.clone(),
+            clock: self.clock.clone(),
+            last_eviction: AtomicU64::new(self.last_eviction.load(Ordering::Relaxed)),
+            eviction_every: self.eviction_every,
+        }
     }
 
     /// A permit from the request's key's breaker, or the refusal naming it.

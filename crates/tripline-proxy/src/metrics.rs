@@ -88,8 +88,8 @@ pub(crate) struct RouteCounters {
 }
 
 impl ProxyMetrics {
-    /// Registers every route breaker, route budget and cluster into a new
-    /// exporter, and the proxy's counters beside it; `extras` registers
+    /// Registers every route breaker, route budget, route bulkhead (by
+    /// the route's name) and cluster into a new exporter, and the proxy's counters beside it; `extras` registers
     /// more families (faults, access log) under the exporter's prefix.
     pub(crate) fn build(
         routes: &[Route],
@@ -118,6 +118,11 @@ impl ProxyMetrics {
             exporter
                 .register_budget(&route.name, &route.budget)
                 .map_err(|e| ConfigError::invalid(format!("routes[{i}].name"), e.to_string()))?;
+            if let Some(b) = &route.bulkhead {
+                exporter.register_bulkhead(&route.name, b).map_err(|e| {
+                    ConfigError::invalid(format!("routes[{i}].bulkhead"), e.to_string())
+                })?;
+            }
         }
         let requests = Family::<Labels, Counter>::default();
         let refusals = Family::<Labels, Counter>::default();

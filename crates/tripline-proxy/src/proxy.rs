@@ -47,6 +47,9 @@ pub(crate) struct Inner {
     pub(crate) admin: crate::admin::AdminState,
     /// The applier of pushed breaker parameters (`[config_source]`).
     pub(crate) config_source: Option<crate::config_source::ConfigSource>,
+    /// What the DNS refreshers follow: reloads update it (their clusters
+    /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
+    pub(crate) dns: crate::dns::Dns,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -119,6 +122,7 @@ impl ProxyBuilder {
             upstreams,
             counters,
         };
+        let dns = crate::dns::Dns::new(&table);
         let proxy = Proxy {
             inner: Arc::new(Inner {
                 config,
@@ -131,6 +135,7 @@ impl ProxyBuilder {
                 access_log,
                 admin,
                 config_source,
+                dns,
             }),
         };
         proxy.inner.admin.follow(&proxy.inner.table.load());

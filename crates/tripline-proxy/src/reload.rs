@@ -11,15 +11,32 @@
 //!   same name: the same [`CircuitBreaker`](tripline::CircuitBreaker), its
 //!   changed config applied by live reconfiguration (an open breaker stays
 //!   open);
-//! - a cluster of the same name and unchanged config: the same
+//! - a cluster of the same name whose config changed at most in its
+//!   `endpoints` and `dns_refresh`: the same
 //!   [`Cluster`](tripline::cluster::Cluster), with its endpoint breakers and
-//!   outlier state (a changed cluster is rebuilt: the library has no live
-//!   reshaping of a cluster's endpoints);
+//!   outlier state. A new endpoint list is applied in place by
+//!   [`Cluster::set_endpoints`](tripline::cluster::Cluster::set_endpoints)
+//!   (as DNS re-resolution does): an endpoint that stays keeps its open
+//!   breaker or its ejection, an added one starts fresh, a removed one is
+//!   dropped (calls in flight to it finish). Any other change (balancer,
+//!   panic threshold, endpoint breaker template, outlier detection, TLS,
+//!   protocol) rebuilds the cluster: those are fixed when a cluster is
+//!   built;
+//! - a route's keyed breakers (`breaker_key`: one per tenant, say), for a
+//!   route of the same name whose breaker template, family name and
+//!   `breaker_key` section are unchanged: the same registry, every key's
+//!   breaker with its state (see [`keyed_breaker`](crate::keyed_breaker);
+//!   a change to those gives a fresh family, every key closed);
 //! - a route's retry budget, for a route of the same name and unchanged
 //!   budget config.
 //!
-//! A route's keyed breakers (`breaker_key`: one per tenant, say) and its
-//! rate-limit buckets start afresh: they are rebuilt with the route.
+//! A route's rate-limit buckets start afresh: they are rebuilt with the
+//! route.
+//!
+//! DNS refreshers follow the new table (see [`dns`](crate::dns)): a
+//! cluster added or rebuilt with `dns_refresh` gets one, the refresher of
+//! a cluster removed or rebuilt stops, and a kept cluster's refresher
+//! takes its new endpoint list and interval.
 //!
 //! The exporter follows: sources that went away or were replaced are
 //! unregistered before their successors are registered, so no series is
@@ -39,7 +56,8 @@ use std::sync::{Arc, PoisonError};
 use tripline_prometheus::{Detail, SourceKind};
 
 use crate::Running;
-use crate::config::{ConfigError, ProxyConfig};
+use crate::config::{ClusterSection, ConfigError, ProxyConfig};
+use crate::keyed_breaker::KeyedBreaker;
 use crate::proxy::Proxy;
 use crate::table::{Table, build_clusters, build_routes};
 
@@ -53,11 +71,21 @@ pub struct ReloadReport {
     pub routes_removed: Vec<String>,
     /// Route breakers whose state carried over (by breaker name).
     pub breakers_kept: Vec<String>,
+    /// Routes whose keyed breakers (`breaker_key`) carried over, by family
+    /// name: every key's breaker with its state.
+    pub keyed_breakers_kept: Vec<String>,
     /// Routes whose retry budget carried over.
     pub budgets_kept: Vec<String>,
-    /// Clusters kept as they were, endpoint breakers and ejections included.
+    /// Clusters kept, endpoint breakers and ejections included (those in
+    /// [`clusters_endpoints_changed`](Self::clusters_endpoints_changed)
+    /// too).
     pub clusters_kept: Vec<String>,
-    /// Clusters built anew (new, or their config changed).
+    /// Kept clusters whose endpoint list (or `dns_refresh`) changed: the
+    /// new list was applied in place, endpoints that stay keeping their
+    /// state.
+    pub clusters_endpoints_changed: Vec<String>,
+    /// Clusters built anew (new, or their config changed beyond their
+    /// endpoints).
     pub clusters_built: Vec<String>,
     /// Sections that changed but take effect only on restart
     /// (`listeners`, `admin`, `proxy`, `access_log`, `config_source`).
@@ -109,20 +137,34 @@ impl Proxy {
         let old = inner.table.load_full();
         let mut report = ReloadReport::default();
 
+        // A cluster and its client are kept together: the client's
+        // resolved names are what the cluster's DNS refresher writes.
+        let keeps = &|name: &str| match (old.config.clusters.get(name), config.clusters.get(name)) {
+            (Some(before), Some(after)) => same_but_endpoints(before, after),
+            _ => false,
+        };
         let kept_cluster = &|name: &str| {
-            let same = old.config.clusters.get(name) == config.clusters.get(name);
-            same.then(|| old.clusters.get(name).cloned()).flatten()
+            keeps(name)
+                .then(|| old.clusters.get(name).cloned())
+                .flatten()
         };
         let clusters = build_clusters(&config, &inner.clock, kept_cluster)?;
         let clients_changed = !crate::upstream::same_clients(&old.config.proxy, &config.proxy);
         let upstreams = crate::upstream::build(
             &config,
             |name| {
-                let same = old.config.clusters.get(name) == config.clusters.get(name);
-                same.then(|| old.upstreams.get(name).cloned()).flatten()
+                keeps(name)
+                    .then(|| old.upstreams.get(name).cloned())
+                    .flatten()
             },
             clients_changed,
         )?;
+        for name in config.clusters.keys() {
+            match kept_cluster(name) {
+                Some(_) => report.clusters_kept.push(name.clone()),
+                None => report.clusters_built.push(name.clone()),
+            }
+        }
         let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock)?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {
@@ -147,6 +189,14 @@ impl Proxy {
                 report.breakers_kept.push(kept.name().to_owned());
                 route.breaker = Some(kept.clone());
             }
+            if let (Some(_), Some(kept)) = (&route.guard.keyed_breaker, &was.guard.keyed_breaker)
+                && KeyedBreaker::same_family(was_section, section)
+            {
+                report
+                    .keyed_breakers_kept
+                    .push(kept.registry.family().to_owned());
+                route.guard.keyed_breaker = Some(kept.carried_over());
+            }
             if section.retry.budget == was_section.retry.budget {
                 route.budget = was.budget.clone();
                 report.budgets_kept.push(section.name.clone());
@@ -162,10 +212,15 @@ impl Proxy {
                 )
             })?;
         }
-        for name in config.clusters.keys() {
-            match kept_cluster(name) {
-                Some(_) => report.clusters_kept.push(name.clone()),
-                None => report.clusters_built.push(name.clone()),
+        // Kept clusters take their new endpoint lists; DNS refreshers
+        // follow the new clusters.
+        let kept = |name: &str| report.clusters_kept.iter().any(|k| k == name);
+        inner
+            .dns
+            .reload(&old.config, &config, &clusters, &upstreams, kept)?;
+        for name in &report.clusters_kept {
+            if old.config.clusters.get(name) != config.clusters.get(name) {
+                report.clusters_endpoints_changed.push(name.clone());
             }
         }
         let names: BTreeSet<&str> = routes.iter().map(|r| &*r.name).collect();
@@ -211,6 +266,7 @@ impl Proxy {
         let kept_breaker = |name: &str| report.breakers_kept.iter().any(|k| k == name);
         let kept_budget = |route: &str| report.budgets_kept.iter().any(|k| k == route);
         let kept_cluster = |name: &str| report.clusters_kept.iter().any(|k| k == name);
+        let kept_family = |name: &str| report.keyed_breakers_kept.iter().any(|k| k == name);
         for r in &old.routes {
             if let Some(b) = &r.breaker
                 && !kept_breaker(b.name())
@@ -220,9 +276,16 @@ impl Proxy {
             if !kept_budget(&r.name) {
                 exporter.unregister(SourceKind::Budget, &r.name);
             }
-            // Keyed breakers start afresh on a reload (a registry of
-            // per-tenant breakers is rebuilt with the route).
-            if let Some(keyed) = &r.guard.keyed_breaker {
+            // A route's bulkhead is built anew with the route: its slots
+            // are the new table's (the old one's drain with its requests).
+            if r.bulkhead.is_some() {
+                exporter.unregister(SourceKind::Bulkhead, &r.name);
+            }
+            // A kept family stays registered: the same registry, its
+            // counts going on.
+            if let Some(keyed) = &r.guard.keyed_breaker
+                && !kept_family(keyed.registry.family())
+            {
                 exporter.unregister(SourceKind::Registry, keyed.registry.family());
             }
         }
@@ -246,7 +309,12 @@ impl Proxy {
             if !kept_budget(&r.name) {
                 refused.extend(exporter.register_budget(&r.name, &r.budget).err());
             }
-            if let Some(keyed) = &r.guard.keyed_breaker {
+            if let Some(b) = &r.bulkhead {
+                refused.extend(exporter.register_bulkhead(&r.name, b).err());
+            }
+            if let Some(keyed) = &r.guard.keyed_breaker
+                && !kept_family(keyed.registry.family())
+            {
                 refused.extend(
                     exporter
                         .register_registry(&keyed.registry, Detail::Aggregate)
@@ -258,6 +326,19 @@ impl Proxy {
             tracing::warn!(error = %e, "reload: a source could not be exported");
         }
     }
+}
+
+/// Whether a cluster reloaded from `before` to `after` may stay the
+/// running one: its config differs at most in its endpoint list and
+/// `dns_refresh`, which [`crate::dns::Dns::reload`] applies in place.
+/// Everything else is fixed when a cluster (or its client) is built.
+fn same_but_endpoints(before: &ClusterSection, after: &ClusterSection) -> bool {
+    let rest = |s: &ClusterSection| ClusterSection {
+        endpoints: Vec::new(),
+        dns_refresh: None,
+        ..s.clone()
+    };
+    rest(before) == rest(after)
 }
 
 /// The sections that differ from the running ones but are only read at start.

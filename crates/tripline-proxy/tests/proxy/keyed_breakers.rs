@@ -1,6 +1,7 @@
 //! Route breakers per tenant: one tenant's failures open only its breaker.
 
 use tripline::State;
+use tripline_proxy::config::ProxyConfig;
 
 use crate::scrape::*;
 use crate::support::*;
@@ -114,5 +115,78 @@ breaker_key = { header = "x-tenant", idle_ttl = "60s" }
         breakers.peek(&Some("b".into())).is_some(),
         "b is busy: kept"
     );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reload_keeps_tenant_breakers_unless_their_family_changes() {
+    let upstream = Upstream::start(|req| match req.headers().get("x-tenant") {
+        Some(t) if t == "a" => respond(500, "a is broken"),
+        _ => respond(200, "fine"),
+    })
+    .await;
+    let text = format!(
+        "{}{ADMIN}",
+        config(&[upstream.addr], ROUTE, PATIENT_ENDPOINTS)
+    );
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    let a = [("x-tenant", "a")];
+    for _ in 0..2 {
+        assert_eq!(send(addr, "GET", "/", &a).await.status, 500);
+    }
+    let open_a = proxy
+        .route_breakers("api")
+        .unwrap()
+        .peek(&Some("a".into()))
+        .unwrap();
+    assert_eq!(open_a.state(), State::Open);
+
+    // An unrelated change: a route added. Tenant a's breaker is the same
+    // one, still open, and still refuses a.
+    let added = format!(
+        "{text}\n[[routes]]\nname = \"other\"\ncluster = \"backend\"\nmatch = {{ path_prefix = \"/other\" }}\n"
+    );
+    let report = running
+        .reload(ProxyConfig::from_toml(&added).unwrap())
+        .unwrap();
+    assert_eq!(report.routes_added, ["other"]);
+    assert_eq!(report.keyed_breakers_kept, ["api"]);
+    let kept = proxy
+        .route_breakers("api")
+        .unwrap()
+        .peek(&Some("a".into()))
+        .expect("a's breaker carried over");
+    assert!(kept.ptr_eq(&open_a), "the same breaker");
+    let refused = send(addr, "GET", "/", &a).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("x-tripline-rejected"), Some("circuit_open"));
+    assert_eq!(refused.header("x-tripline-breaker"), Some("api:a"));
+    assert_eq!(upstream.hits(), 2, "a was not let through");
+    let answer = send(addr, "GET", "/", &[("x-tenant", "b")]).await;
+    assert_eq!((answer.status, answer.body.as_str()), (200, "fine"));
+    // The family stayed exported, once, its open breaker counted.
+    let text_now = scrape(&running).await;
+    let open = r#"tripline_registry_breakers{family="api",state="open"}"#;
+    assert_eq!(value(&text_now, open), Some(1.0), "{text_now}");
+    assert_eq!(text_now.matches(open).count(), 1, "{text_now}");
+
+    // The family's template changed (a longer open duration): a new
+    // family, every tenant starting closed, so a reaches the upstream.
+    let changed = added.replace("open_duration = \"30s\"", "open_duration = \"40s\"");
+    assert_ne!(changed, added);
+    let report = running
+        .reload(ProxyConfig::from_toml(&changed).unwrap())
+        .unwrap();
+    assert!(report.keyed_breakers_kept.is_empty(), "{report:?}");
+    let fresh = proxy.route_breakers("api").unwrap();
+    assert!(
+        fresh.peek(&Some("a".into())).is_none(),
+        "no breaker for a yet"
+    );
+    let answer = send(addr, "GET", "/", &a).await;
+    assert_eq!((answer.status, answer.body.as_str()), (500, "a is broken"));
+    assert_eq!(upstream.hits(), 4, "a let through by its fresh breaker");
+    let text_now = scrape(&running).await;
+    assert_eq!(value(&text_now, open), Some(0.0), "{text_now}");
     running.shutdown().await;
 }

@@ -196,3 +196,108 @@ async fn a_reload_applies_a_changed_upstream_setting_to_an_unchanged_cluster() {
     assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_added_endpoint_leaves_the_open_breakers_of_the_others_open() {
+    let busy = Upstream::start(|_| {
+        let mut r = respond(503, "busy");
+        r.headers_mut().insert("retry-after", "30".parse().unwrap());
+        r
+    })
+    .await;
+    let fine = Upstream::start(|_| respond(200, "fine")).await;
+    let (proxy, running, addr, _clock) = start_proxy(&config(&[busy.addr], "", "")).await;
+    assert_eq!(get(addr, "/").await.body, "busy");
+    let before = proxy
+        .cluster("backend")
+        .unwrap()
+        .endpoint(&busy.addr.to_string())
+        .unwrap();
+    assert_eq!(before.breaker().state(), tripline::State::Open);
+
+    // Only the endpoint list changes: the cluster is kept and the new
+    // list applied in place.
+    let text = config(&[busy.addr, fine.addr], "", "");
+    let report = running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_kept, ["backend"]);
+    assert_eq!(report.clusters_endpoints_changed, ["backend"]);
+    assert!(report.clusters_built.is_empty(), "{report:?}");
+    let cluster = proxy.cluster("backend").unwrap();
+    assert_eq!(cluster.len(), 2);
+    let after = cluster.endpoint(&busy.addr.to_string()).unwrap();
+    assert!(after.ptr_eq(&before), "the same endpoint");
+    assert_eq!(
+        after.breaker().state(),
+        tripline::State::Open,
+        "still open until its Retry-After"
+    );
+    for _ in 0..4 {
+        let answer = get(addr, "/").await;
+        assert_eq!((answer.status, answer.body.as_str()), (200, "fine"));
+    }
+    assert_eq!(fine.hits(), 4, "the added endpoint takes the traffic");
+    assert_eq!(busy.hits(), 1, "the open one is still skipped");
+
+    // Removing it again drops it; the endpoint that stays keeps its state.
+    let fine_endpoint = cluster.endpoint(&fine.addr.to_string()).unwrap();
+    let text = config(&[fine.addr], "", "");
+    let report = running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_endpoints_changed, ["backend"]);
+    let cluster = proxy.cluster("backend").unwrap();
+    assert!(cluster.endpoint(&busy.addr.to_string()).is_none());
+    assert!(
+        cluster
+            .endpoint(&fine.addr.to_string())
+            .unwrap()
+            .ptr_eq(&fine_endpoint)
+    );
+    assert_eq!(get(addr, "/").await.body, "fine");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_ejection_outlives_a_reload_that_adds_an_endpoint() {
+    let bad = Upstream::start(|_| respond(500, "boom")).await;
+    let good = Upstream::start(|_| respond(200, "fine")).await;
+    let added = Upstream::start(|_| respond(200, "added")).await;
+    let cluster = r#"
+panic_threshold_percent = 0
+breaker = { window = { kind = "count", size = 1000 }, minimum_calls = 1000 }
+outlier = { interval = "1s", base_ejection_time = "30s", max_ejection_percent = 50, consecutive_failures = { threshold = 3 } }
+"#;
+    let route = "retry = { attempts = 1 }";
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[bad.addr, good.addr], route, cluster)).await;
+    for _ in 0..6 {
+        get(addr, "/").await;
+    }
+    let ejected = |proxy: &tripline_proxy::Proxy| {
+        let cluster = proxy.cluster("backend").unwrap();
+        cluster
+            .endpoint(&bad.addr.to_string())
+            .unwrap()
+            .is_ejected()
+    };
+    assert!(ejected(&proxy));
+    assert_eq!(bad.hits(), 3);
+
+    let text = config(&[bad.addr, good.addr, added.addr], route, cluster);
+    let report = running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_endpoints_changed, ["backend"]);
+    assert!(ejected(&proxy), "the ejection carried over");
+    let mut bodies = Vec::new();
+    for _ in 0..6 {
+        let answer = get(addr, "/").await;
+        assert_eq!(answer.status, 200);
+        bodies.push(answer.body);
+    }
+    assert!(bodies.iter().any(|b| b == "added"), "{bodies:?}");
+    assert_eq!(bad.hits(), 3, "the ejected endpoint is still skipped");
+    running.shutdown().await;
+}
