@@ -10,11 +10,12 @@ mod hedge;
 
 use std::net::SocketAddr;
 use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, header};
 use tripline::cluster::EndpointOutcome;
-use tripline::timeout::{Deadline, TokioClock};
+use tripline::timeout::{Deadline, SharedTimer, TokioClock, TokioTimer};
 use tripline::{Outcome, OwnedPermit};
 
 use crate::access_log::Trail;
@@ -213,14 +214,29 @@ async fn protected(
             .retry_after(Some(wait))
             .response();
     }
+    let clock = TokioClock;
     let bulkhead = match &route.bulkhead {
-        Some(b) => match b.try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(_) => return reject(Reason::BulkheadFull).response(),
-        },
+        Some(b) => {
+            // Without a queue (the default) a full bulkhead refuses at once,
+            // for one CAS. With one, the request waits its turn (FIFO) for
+            // at most `max_wait`, cut by its deadline: a slot that comes
+            // after the caller gave up would serve nobody. The library's
+            // queue decides in its first poll, so a free slot or a full
+            // queue still answers without waiting.
+            let admitted = match b.config().max_queue {
+                0 => b.try_acquire_owned(),
+                _ => {
+                    let limit = deadline.map(|d| d.remaining(&clock));
+                    b.acquire(Some(queue_timer()), limit).await
+                }
+            };
+            match admitted {
+                Ok(p) => Some(p),
+                Err(_) => return reject(Reason::BulkheadFull).response(),
+            }
+        }
         None => None,
     };
-    let clock = TokioClock;
     let start = tokio::time::Instant::now();
     if deadline.is_some_and(|d| d.is_expired(&clock)) {
         return reject(Reason::DeadlineExceeded).response();
@@ -266,12 +282,18 @@ async fn protected(
     let mut endpoints = TriedEndpoints::new();
     let mut previous = None;
     loop {
-        let (before, try_start) = (endpoints.len(), tokio::time::Instant::now());
-        let tried =
-            hedge::try_maybe_hedged(proxy, route, parts, body, deadline, &mut endpoints).await;
-        if let Some(trail) = trail {
-            trail.attempt(endpoints.get(before), tried.name(), try_start.elapsed());
-        }
+        // Each try sent (hedges included) is listed on the trail by the
+        // code that sends it, with its own endpoint, outcome and time.
+        let tried = hedge::try_maybe_hedged(
+            proxy,
+            route,
+            parts,
+            body,
+            deadline,
+            &mut endpoints,
+            trail.as_mut(),
+        )
+        .await;
         let outcome = tried.outcome();
         let again = outcome.is_some_and(|o| o.is_failure())
             && number < route.retry.attempts
@@ -300,6 +322,14 @@ async fn protected(
         }
         return response;
     }
+}
+
+/// The timer a route's bulkhead queue sleeps on while a request waits for
+/// a slot: one for the process, so a queued request allocates no timer
+/// handle of its own.
+fn queue_timer() -> &'static SharedTimer {
+    static TIMER: OnceLock<SharedTimer> = OnceLock::new();
+    TIMER.get_or_init(|| Arc::new(TokioTimer))
 }
 
 /// What the request holds until its answer has been sent.

@@ -85,8 +85,8 @@
 //! (`x-envoy-overloaded`); [fault injection](fault) for
 //! drills (per route in the config, and at run time through the admin
 //! listener's `/api/faults`, each with a TTL); the admin API and live
-//! dashboard; a JSON access log written
-//! off the request path (`[access_log]`); [reload](Proxy::reload) keeping
+//! dashboard; an access log (JSON, or text from an Envoy-style template)
+//! written off the request path (`[access_log]`); [reload](Proxy::reload) keeping
 //! breaker state where identity did not change (`tripline proxy` reloads
 //! on SIGHUP); config errors naming file, line and field.; a choice of runtime
 //! ([`Threading`]: work-stealing, or one single-threaded runtime per core

@@ -165,7 +165,11 @@ impl Upstream {
 
 /// The request for the endpoint at `address`: same method, path, query
 /// and (already cleaned) headers, this hop's forwarded elements appended,
-/// the remaining deadline forwarded.
+/// the remaining deadline forwarded — in `tripline-timeout-ms`, and for a
+/// gRPC request (one that came with `grpc-timeout`, or whose
+/// `content-type` is `application/grpc*`) in `grpc-timeout` too: a gRPC
+/// server reads only that one, and would otherwise go on working for a
+/// caller that has given up.
 fn upstream_request(
     outbound: &Outbound,
     uri: Uri,
@@ -184,7 +188,9 @@ fn upstream_request(
         request.headers_mut().insert(header::HOST, v);
     }
     if let Some(d) = deadline {
-        d.write_headers(request.headers_mut(), &TokioClock);
+        // Judged only when a deadline is forwarded: a request without one
+        // pays nothing for the gRPC check.
+        d.write_headers_for_peer(request.headers_mut(), &TokioClock);
     }
     request
 }

@@ -12,7 +12,8 @@
 //!   task-local context ([`Deadline::current`], [`Deadline::scope`],
 //!   [`Deadline::scope_future`]), as an explicit parameter, and across
 //!   processes in an HTTP header carrying the *remaining* budget
-//!   ([`DEADLINE_HEADER`], and gRPC's `grpc-timeout` on the way in). Each
+//!   ([`DEADLINE_HEADER`], and gRPC's `grpc-timeout`, read on the way in
+//!   and written for a gRPC peer). Each
 //!   layer checks the remaining budget before it starts and fails fast when
 //!   less than its floor ([`TimeoutConfig::min_remaining`]) is left.
 //!
@@ -29,7 +30,8 @@ use std::time::Duration;
 
 pub use deadline::{
     DEADLINE_HEADER, Deadline, GRPC_TIMEOUT_HEADER, MalformedDeadline, WithDeadline,
-    format_timeout_ms, malformed_header_count, parse_grpc_timeout, parse_timeout_ms,
+    format_grpc_timeout, format_timeout_ms, malformed_header_count, parse_grpc_timeout,
+    parse_timeout_ms,
 };
 pub use timer::{SharedTimer, Sleep, TimeoutFuture, Timer, timeout};
 #[cfg(feature = "tokio")]

@@ -319,3 +319,32 @@ async fn a_breaker_layer_inside_a_retry_or_a_bulkhead_fails_loudly_unless_allowe
     allowed.ready().await.unwrap().call(()).await.unwrap();
     assert_eq!(misordered_calls(), before + 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn deadline_layer_tells_a_grpc_peer_in_grpc_timeout_and_others_only_in_its_own_header() {
+    let layer = DeadlineLayer::new(TokioTimer.clock(), Some(Arc::new(TokioTimer)));
+    let mut svc = layer.layer(tower::service_fn(|req: http::Request<()>| async move {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        Ok::<_, BoxError>((header("grpc-timeout"), header(DEADLINE_HEADER)))
+    }));
+    let mut call = async |name: &str, value: &str| {
+        let req = http::Request::get("/")
+            .header(name, value)
+            .body(())
+            .unwrap();
+        svc.ready().await.unwrap().call(req).await.unwrap()
+    };
+    assert_eq!(
+        call("grpc-timeout", "2S").await,
+        (Some("2000000u".into()), Some("2000".into())),
+        "a gRPC caller's deadline goes on in gRPC's own header"
+    );
+    assert_eq!(
+        call("tripline-timeout-ms", "1500").await,
+        (None, Some("1500".into()))
+    );
+}

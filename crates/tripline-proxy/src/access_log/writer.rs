@@ -1,8 +1,11 @@
-//! The task that appends queued lines to the log's file (or stdout).
+//! The task that formats queued records and appends their lines to the
+//! log's file (or stdout).
 
 use prometheus_client::metrics::counter::Counter;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
+
+use super::{Format, Record};
 
 /// The running writer; [`finish`](Writer::finish) it on drain.
 #[derive(Debug)]
@@ -20,20 +23,24 @@ impl Writer {
 }
 
 pub(super) async fn write_lines(
-    mut lines: mpsc::Receiver<String>,
+    mut records: mpsc::Receiver<Record>,
+    format: Format,
     out: Box<dyn AsyncWrite + Send + Unpin>,
     mut stop: oneshot::Receiver<()>,
     dropped: Counter,
 ) {
     let mut out = BufWriter::new(out);
+    // One buffer for every line: formatting allocates only while a line
+    // is longer than any before it.
+    let mut line = Vec::with_capacity(512);
     loop {
         tokio::select! {
-            // Lines first: the stop is seen only once the queue is empty.
+            // Records first: the stop is seen only once the queue is empty.
             biased;
-            line = lines.recv() => match line {
-                Some(line) => {
-                    write_line(&mut out, line, &dropped).await;
-                    if lines.is_empty() {
+            record = records.recv() => match record {
+                Some(record) => {
+                    write_line(&mut out, &format, &record, &mut line, &dropped).await;
+                    if records.is_empty() {
                         flush(&mut out).await;
                     }
                 }
@@ -42,15 +49,27 @@ pub(super) async fn write_lines(
             _ = &mut stop => break,
         }
     }
-    while let Ok(line) = lines.try_recv() {
-        write_line(&mut out, line, &dropped).await;
+    while let Ok(record) = records.try_recv() {
+        write_line(&mut out, &format, &record, &mut line, &dropped).await;
     }
     flush(&mut out).await;
 }
 
-async fn write_line<W: AsyncWrite + Unpin>(out: &mut W, mut line: String, dropped: &Counter) {
-    line.push('\n');
-    if let Err(e) = out.write_all(line.as_bytes()).await {
+async fn write_line<W: AsyncWrite + Unpin>(
+    out: &mut W,
+    format: &Format,
+    record: &Record,
+    line: &mut Vec<u8>,
+    dropped: &Counter,
+) {
+    line.clear();
+    if let Err(e) = format.render(record, line) {
+        dropped.inc();
+        tracing::warn!(error = %e, "access log line could not be formatted");
+        return;
+    }
+    line.push(b'\n');
+    if let Err(e) = out.write_all(line).await {
         dropped.inc();
         tracing::warn!(error = %e, "access log write failed");
     }

@@ -28,8 +28,12 @@ pub struct RouteSection {
     /// uses it (the library's breaker config; its name defaults to the
     /// route's). `None`: only the endpoints' breakers protect.
     pub breaker: Option<CircuitBreakerConfig>,
-    /// Bounds concurrent requests on the route; a request over the bound is
-    /// refused at once (`bulkhead_full`). `None`: no bound.
+    /// Bounds concurrent requests on the route (`max_concurrent`). A
+    /// request over the bound is refused (`bulkhead_full`) at once, or,
+    /// with `max_queue` > 0, waits in a FIFO queue of that many places for
+    /// a slot, at most `max_wait` and never past its deadline, and is
+    /// refused the same way if none comes (or the queue is full). `None`:
+    /// no bound.
     pub bulkhead: Option<BulkheadConfig>,
     /// Retries.
     pub retry: RetrySection,
@@ -135,12 +139,15 @@ pub struct TimeoutSection {
     pub overall: Option<Duration>,
     /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
     /// header: the request's deadline is the earlier of it and `overall`,
-    /// and the remaining budget is forwarded upstream in
-    /// `tripline-timeout-ms`. A try cut short by the client's deadline is
-    /// charged like any timeout — in a gRPC mesh nearly every client sends
-    /// a deadline, and a hung endpoint must still trip its breaker — so
-    /// a route facing clients it does not trust turns this off: a client
-    /// asking for answers in a millisecond could otherwise trip it.
+    /// and the remaining budget — cut to the try's `per_try`, when that is
+    /// shorter — is forwarded upstream in `tripline-timeout-ms`, and in
+    /// `grpc-timeout` too for a gRPC request (one that came with
+    /// `grpc-timeout`, or whose `content-type` is `application/grpc*`).
+    /// A try cut short by the client's deadline is charged like any
+    /// timeout — in a gRPC mesh nearly every client sends a deadline, and
+    /// a hung endpoint must still trip its breaker — so a route facing
+    /// clients it does not trust turns this off: a client asking for
+    /// answers in a millisecond could otherwise trip it.
     pub honour_incoming: bool,
 }
 

@@ -213,6 +213,14 @@ pub(super) async fn send(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    // The deadline forwarded is the try's own when that is the earlier: an
+    // endpoint that did not know the per-try timeout would work on after
+    // the proxy gave up on the try. Without a request deadline nothing is
+    // forwarded, as before (that keeps the bodiless HTTP/1.1 fast path).
+    let forwarded = deadline.map(|d| match route.timeout.per_try {
+        Some(per_try) => d.min(Deadline::after(&TokioClock, per_try)),
+        None => d,
+    });
     let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
@@ -221,7 +229,7 @@ pub(super) async fn send(
             None => {
                 route
                     .upstream
-                    .send(address, parts, uri, body, deadline)
+                    .send(address, parts, uri, body, forwarded)
                     .await
             }
         }

@@ -1,5 +1,6 @@
 //! What the upstream sees: hop-by-hop headers gone, the client added to
-//! `x-forwarded-for`, the remaining deadline forwarded.
+//! `x-forwarded-for`, the remaining deadline forwarded (cut to the
+//! per-try timeout; in `grpc-timeout` too for gRPC).
 
 use crate::support::*;
 
@@ -60,6 +61,50 @@ async fn the_remaining_deadline_is_forwarded_and_a_spent_one_refused() {
     );
     assert_eq!(spent.header("x-tripline-flag"), Some("DX"));
     assert_eq!(upstream.hits(), 2);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_per_try_timeout_shorter_than_the_deadline_is_what_the_upstream_is_told() {
+    let upstream = Upstream::start(echo("tripline-timeout-ms")).await;
+    let route = r#"timeout = { per_try = "300ms" }"#;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    let cut = send(addr, "GET", "/", &[("tripline-timeout-ms", "10000")]).await;
+    let forwarded: u64 = cut.body.parse().unwrap();
+    assert!(
+        (1..=300).contains(&forwarded),
+        "the proxy gives up on the try after 300 ms, of the caller's 10 s: {forwarded}"
+    );
+    let shorter = send(addr, "GET", "/", &[("tripline-timeout-ms", "200")]).await;
+    let forwarded: u64 = shorter.body.parse().unwrap();
+    assert!((1..=200).contains(&forwarded), "the earlier: {forwarded}");
+    // A request without a deadline is sent without one: the per-try
+    // timeout alone is not forwarded.
+    assert_eq!(get(addr, "/").await.body, "");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn grpc_timeout_is_forwarded_only_on_requests_that_came_with_it_or_are_grpc() {
+    let upstream = Upstream::start(echo("grpc-timeout")).await;
+    let route = r#"timeout = { overall = "2s" }"#;
+    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
+    // Neither: the deadline travels in `tripline-timeout-ms` alone.
+    assert_eq!(get(addr, "/").await.body, "");
+    // The caller's `grpc-timeout` (here on HTTP/1.1, whatever its
+    // content) is rewritten to the remaining budget, not dropped.
+    let carried = send(addr, "GET", "/", &[("grpc-timeout", "5S")]).await;
+    let budget = tripline::timeout::parse_grpc_timeout(&carried.body).unwrap();
+    let two_seconds = std::time::Duration::from_secs(2);
+    assert!(
+        !budget.is_zero() && budget <= two_seconds,
+        "the earlier of the caller's 5 s and the route's 2 s: {}",
+        carried.body
+    );
+    let grpc = [("content-type", "application/grpc+proto")];
+    let typed = send(addr, "POST", "/pkg.Service/Call", &grpc).await;
+    let budget = tripline::timeout::parse_grpc_timeout(&typed.body).unwrap();
+    assert!(!budget.is_zero() && budget <= two_seconds, "{}", typed.body);
     running.shutdown().await;
 }
 

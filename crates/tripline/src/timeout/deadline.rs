@@ -9,7 +9,10 @@
 //! synchronised clocks; the receiver turns it into a deadline on its own
 //! clock the moment the request arrives (network time in flight is thus
 //! granted to the receiver, a few ms of optimism). gRPC's `grpc-timeout`
-//! (1 to 8 digits and a unit: `H`, `M`, `S`, `m`, `u`, `n`) is accepted too.
+//! (1 to 8 digits and a unit: `H`, `M`, `S`, `m`, `u`, `n`) is accepted too,
+//! and written back for a gRPC peer ([`Deadline::write_grpc_headers`]): a
+//! gRPC server reads only `grpc-timeout`, so a hop that forwarded only
+//! [`DEADLINE_HEADER`] would leave it working without a deadline.
 //! A malformed value is treated as absent and counted
 //! ([`malformed_header_count`]); it never panics and never fails the request.
 
@@ -25,7 +28,7 @@ use crate::clock::{Clock, Timestamp};
 
 /// The header carrying the remaining budget in milliseconds.
 pub const DEADLINE_HEADER: &str = "tripline-timeout-ms";
-/// gRPC's timeout header, accepted on the way in.
+/// gRPC's timeout header: read on the way in, written for a gRPC peer.
 pub const GRPC_TIMEOUT_HEADER: &str = "grpc-timeout";
 // The same names as `HeaderName`s: a lookup by `&str` parses and
 // lower-cases the name on every call (~360 instructions each in the
@@ -186,13 +189,86 @@ impl Deadline {
 
     /// Writes the remaining budget into [`DEADLINE_HEADER`] (replacing any
     /// incoming value, and dropping `grpc-timeout` so it cannot contradict it).
+    /// For a peer that is not gRPC; a gRPC one takes
+    /// [`write_grpc_headers`](Self::write_grpc_headers).
     #[cfg(feature = "tower")]
     pub fn write_headers(&self, headers: &mut http::HeaderMap, clock: &impl Clock) {
         headers.remove(GRPC_TIMEOUT_NAME);
-        let value = format_timeout_ms(self.remaining(clock));
-        if let Ok(v) = http::HeaderValue::from_str(&value) {
-            headers.insert(DEADLINE_NAME, v);
+        insert_timeout_ms(headers, self.remaining(clock));
+    }
+
+    /// Writes the remaining budget into both [`DEADLINE_HEADER`] and
+    /// [`GRPC_TIMEOUT_HEADER`] (replacing any incoming values): a gRPC
+    /// server knows only `grpc-timeout`, and without it would work on
+    /// after every caller upstream has given up. Both headers carry one
+    /// reading of the clock, so they cannot contradict each other.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tripline::clock::ManualClock;
+    /// use tripline::timeout::Deadline;
+    ///
+    /// let clock = ManualClock::new();
+    /// let deadline = Deadline::after(&clock, Duration::from_secs(5));
+    /// clock.advance(Duration::from_millis(250));
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("grpc-timeout", "5S".parse().unwrap());
+    /// deadline.write_grpc_headers(&mut headers, &clock);
+    /// assert_eq!(headers["grpc-timeout"], "4750000u");
+    /// assert_eq!(headers["tripline-timeout-ms"], "4750");
+    /// ```
+    #[cfg(feature = "tower")]
+    pub fn write_grpc_headers(&self, headers: &mut http::HeaderMap, clock: &impl Clock) {
+        let remaining = self.remaining(clock);
+        insert_timeout_ms(headers, remaining);
+        if let Ok(v) = http::HeaderValue::from_str(&format_grpc_timeout(remaining)) {
+            headers.insert(GRPC_TIMEOUT_NAME, v);
         }
+    }
+}
+
+impl Deadline {
+    /// Writes the remaining budget the way the request's next hop reads
+    /// it: [`write_grpc_headers`](Self::write_grpc_headers) for a gRPC
+    /// request (one that came with `grpc-timeout`, or whose `content-type`
+    /// is `application/grpc…`), else [`write_headers`](Self::write_headers).
+    /// For proxies and client layers that forward requests they did not
+    /// build, and so cannot know the peer's protocol otherwise.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tripline::clock::ManualClock;
+    /// use tripline::timeout::Deadline;
+    ///
+    /// let clock = ManualClock::new();
+    /// let deadline = Deadline::after(&clock, Duration::from_secs(2));
+    /// let mut grpc = http::HeaderMap::new();
+    /// grpc.insert("content-type", "application/grpc+proto".parse().unwrap());
+    /// deadline.write_headers_for_peer(&mut grpc, &clock);
+    /// assert_eq!(grpc["grpc-timeout"], "2000000u");
+    /// let mut plain = http::HeaderMap::new();
+    /// deadline.write_headers_for_peer(&mut plain, &clock);
+    /// assert_eq!((plain["tripline-timeout-ms"].to_str().unwrap(), plain.get("grpc-timeout")), ("2000", None));
+    /// ```
+    #[cfg(feature = "tower")]
+    pub fn write_headers_for_peer(&self, headers: &mut http::HeaderMap, clock: &impl Clock) {
+        let grpc = headers.contains_key(GRPC_TIMEOUT_NAME)
+            || headers
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        if grpc {
+            self.write_grpc_headers(headers, clock);
+        } else {
+            self.write_headers(headers, clock);
+        }
+    }
+}
+
+/// Sets [`DEADLINE_HEADER`] to `remaining` (replacing any value).
+#[cfg(feature = "tower")]
+fn insert_timeout_ms(headers: &mut http::HeaderMap, remaining: Duration) {
+    if let Ok(v) = http::HeaderValue::from_str(&format_timeout_ms(remaining)) {
+        headers.insert(DEADLINE_NAME, v);
     }
 }
 
@@ -301,4 +377,152 @@ pub fn parse_grpc_timeout(value: &str) -> Result<Duration, MalformedDeadline> {
 /// ```
 pub fn format_timeout_ms(remaining: Duration) -> String {
     remaining.as_millis().min(999_999_999_999).to_string()
+}
+
+/// The largest count a `grpc-timeout` value may carry: 8 digits.
+const GRPC_TIMEOUT_MAX_COUNT: u128 = 99_999_999;
+
+/// `grpc-timeout`'s units, finest first, with their length in nanoseconds.
+const GRPC_TIMEOUT_UNITS: [(u128, char); 6] = [
+    (1, 'n'),
+    (1_000, 'u'),
+    (1_000_000, 'm'),
+    (1_000_000_000, 'S'),
+    (60_000_000_000, 'M'),
+    (3_600_000_000_000, 'H'),
+];
+
+/// Formats a remaining budget for `grpc-timeout`: at most 8 digits and
+/// the finest unit they can hold, rounded down (a callee is never granted
+/// more than its caller had), so the error is under one unit and below
+/// 10⁻⁵ of the budget. Rounding never reaches `0` for a non-zero budget:
+/// a budget too long for 8 digits of one unit is at least 10⁸ of it,
+/// hence at least 1 of the next. Beyond 99 999 999 hours (11 000 years)
+/// it is capped there.
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::{format_grpc_timeout, parse_grpc_timeout};
+/// assert_eq!(format_grpc_timeout(Duration::from_millis(250)), "250000u");
+/// assert_eq!(format_grpc_timeout(Duration::from_secs(5)), "5000000u");
+/// assert_eq!(format_grpc_timeout(Duration::from_nanos(1)), "1n");
+/// let d = Duration::from_millis(4_321);
+/// assert!(parse_grpc_timeout(&format_grpc_timeout(d)).unwrap() <= d);
+/// ```
+pub fn format_grpc_timeout(remaining: Duration) -> String {
+    let nanos = remaining.as_nanos();
+    for (length, unit) in GRPC_TIMEOUT_UNITS {
+        let count = nanos / length;
+        if count <= GRPC_TIMEOUT_MAX_COUNT {
+            return format!("{count}{unit}");
+        }
+    }
+    format!("{GRPC_TIMEOUT_MAX_COUNT}H")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::{format_grpc_timeout, parse_grpc_timeout};
+
+    #[test]
+    fn grpc_timeouts_take_the_finest_unit_that_fits_eight_digits() {
+        let cases = [
+            (Duration::ZERO, "0n"),
+            (Duration::from_nanos(1), "1n"),
+            (Duration::from_nanos(99_999_999), "99999999n"),
+            // One more nanosecond no longer fits: microseconds, rounded down.
+            (Duration::from_nanos(100_000_000), "100000u"),
+            (Duration::from_nanos(100_000_999), "100000u"),
+            (Duration::from_millis(300), "300000u"),
+            (Duration::from_secs(5), "5000000u"),
+            (Duration::from_micros(99_999_999), "99999999u"),
+            (Duration::from_micros(100_000_000), "100000m"),
+            (Duration::from_millis(99_999_999), "99999999m"),
+            (Duration::from_secs(100_000), "100000S"),
+            (Duration::from_secs(99_999_999), "99999999S"),
+            (Duration::from_secs(100_000_000), "1666666M"),
+            (Duration::from_secs(99_999_999 * 60), "99999999M"),
+            (Duration::from_secs(100_000_000 * 60), "1666666H"),
+            (Duration::from_secs(99_999_999 * 3600), "99999999H"),
+            (Duration::from_secs(100_000_000 * 3600), "99999999H"),
+            (Duration::MAX, "99999999H"),
+        ];
+        for (budget, text) in cases {
+            assert_eq!(format_grpc_timeout(budget), text, "{budget:?}");
+        }
+    }
+
+    #[test]
+    fn a_non_zero_budget_never_rounds_down_to_zero() {
+        // The budgets just past each unit's 8 digits round the most.
+        for budget in [
+            Duration::from_nanos(1),
+            Duration::from_nanos(100_000_000),
+            Duration::from_micros(100_000_000),
+            Duration::from_millis(100_000_000),
+            Duration::from_secs(100_000_000),
+            Duration::from_secs(100_000_000 * 60),
+        ] {
+            let back = parse_grpc_timeout(&format_grpc_timeout(budget)).unwrap();
+            assert!(!back.is_zero(), "{budget:?}");
+        }
+    }
+
+    #[cfg(feature = "tower")]
+    #[test]
+    fn a_grpc_peer_gets_the_remaining_budget_in_both_headers() {
+        use super::{DEADLINE_HEADER, Deadline, GRPC_TIMEOUT_HEADER};
+        use crate::clock::ManualClock;
+
+        let clock = ManualClock::new();
+        let deadline = Deadline::after(&clock, Duration::from_secs(5));
+        clock.advance(Duration::from_micros(1_000_500));
+        let mut headers = http::HeaderMap::new();
+        headers.insert(GRPC_TIMEOUT_HEADER, "5S".parse().unwrap());
+        headers.insert(DEADLINE_HEADER, "5000".parse().unwrap());
+        deadline.write_grpc_headers(&mut headers, &clock);
+        // Replaced, not appended: one value each, from one reading.
+        assert_eq!(headers.get_all(GRPC_TIMEOUT_HEADER).iter().count(), 1);
+        assert_eq!(headers.get_all(DEADLINE_HEADER).iter().count(), 1);
+        assert_eq!(headers[GRPC_TIMEOUT_HEADER], "3999500u");
+        assert_eq!(headers[DEADLINE_HEADER], "3999");
+        assert_eq!(
+            Deadline::from_headers(&headers, &clock),
+            Some(Deadline::after(&clock, Duration::from_millis(3999)))
+        );
+
+        // A peer that is not gRPC gets only the proxy's own header.
+        deadline.write_headers(&mut headers, &clock);
+        assert!(headers.get(GRPC_TIMEOUT_HEADER).is_none());
+        assert_eq!(headers[DEADLINE_HEADER], "3999");
+    }
+
+    proptest! {
+        /// What a gRPC peer reads back is never more than the budget
+        /// (a callee must not outlive its caller), and short of it by less
+        /// than one unit — at most 10⁻⁵ of the budget.
+        #[test]
+        fn formatted_grpc_timeouts_read_back_no_longer_and_close(
+            nanos in prop_oneof![
+                0u64..1_000_000_000,
+                0u64..=u64::MAX,
+            ],
+        ) {
+            let budget = Duration::from_nanos(nanos);
+            let text = format_grpc_timeout(budget);
+            prop_assert!(text.len() <= 9, "{}", text);
+            let back = parse_grpc_timeout(&text).unwrap();
+            prop_assert!(back <= budget, "{:?} read back as {:?} ({})", budget, back, text);
+            let short = budget - back;
+            prop_assert!(
+                short.as_nanos() * 100_000 <= budget.as_nanos(),
+                "{:?} read back as {:?} ({})", budget, back, text
+            );
+            prop_assert_eq!(back.is_zero(), budget.is_zero());
+        }
+    }
 }

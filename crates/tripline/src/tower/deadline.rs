@@ -186,7 +186,7 @@ where
             };
             return Box::pin(async move { Err(Box::new(e) as BoxError) });
         }
-        d.write_headers(req.headers_mut(), &l.clock);
+        d.write_headers_for_peer(req.headers_mut(), &l.clock);
         let fut = d.scope_future(d.scope(|| self.inner.call(req)));
         let floor = l.floor;
         match &l.timer {
