@@ -52,6 +52,33 @@ retry = { attempts = 2, budget = { ratio = 0.2 } }'
     CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
 fi
 
+# tripline as the benchmarks measure it: one route to one endpoint with
+# the protections above; the [proxy] section's lines and an admin listener
+# (when a port is given) as each benchmark needs.
+tripline_config() { # file listen_port upstream_port [proxy_lines] [admin_port]
+    {
+        if [[ -n ${4:-} ]]; then printf '[proxy]\n%s\n\n' "$4"; fi
+        printf '[[listeners]]\naddress = "127.0.0.1:%s"\n\n' "$2"
+        if [[ -n ${5:-} ]]; then printf '[admin]\naddress = "127.0.0.1:%s"\n\n' "$5"; fi
+        cat <<EOF
+[[routes]]
+name = "bench"
+cluster = "upstream"
+$ROUTE_PROTECTION
+
+[clusters.upstream]
+endpoints = ["127.0.0.1:$3"]
+$CLUSTER_PROTECTION
+EOF
+    } >"$1"
+}
+
+# Settings of the load benchmarks: clients never time out, and the pool
+# keeps every connection the load opens.
+BENCH_PROXY_LINES='header_read_timeout = "300s"
+keep_alive_timeout = "300s"
+pool_max_idle_per_endpoint = 256'
+
 # HAProxy as the benchmarks measure it: `mode http`, keep-alive to the
 # upstream, nothing else.
 haproxy_config() { # file listen_port upstream_port threads [maxconn]

@@ -38,19 +38,7 @@ build_release proxy-upstream
 PIDS+=($!)
 wait_answer $UPSTREAM_PORT
 
-cat >"$WORK/proxy.toml" <<EOF
-[[listeners]]
-address = "127.0.0.1:$PROXY_PORT"
-
-[[routes]]
-name = "bench"
-cluster = "upstream"
-$ROUTE_PROTECTION
-
-[clusters.upstream]
-endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
-$CLUSTER_PROTECTION
-EOF
+tripline_config "$WORK/proxy.toml" "$PROXY_PORT" "$UPSTREAM_PORT"
 
 haproxy_config "$WORK/haproxy.cfg" "$PROXY_PORT" "$UPSTREAM_PORT" 1
 

@@ -41,24 +41,7 @@ taskset -c "$LOAD_CPUS" "$TARGET/release/examples/proxy-upstream" "127.0.0.1:$UP
 PIDS+=($!)
 wait_port $UPSTREAM_PORT
 
-cat >"$WORK/tripline.toml" <<EOF
-[proxy]
-header_read_timeout = "300s"
-keep_alive_timeout = "300s"
-pool_max_idle_per_endpoint = 256
-
-[[listeners]]
-address = "127.0.0.1:$TRIPLINE_PORT"
-
-[[routes]]
-name = "bench"
-cluster = "upstream"
-$ROUTE_PROTECTION
-
-[clusters.upstream]
-endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
-$CLUSTER_PROTECTION
-EOF
+tripline_config "$WORK/tripline.toml" "$TRIPLINE_PORT" "$UPSTREAM_PORT" "$BENCH_PROXY_LINES"
 haproxy_config "$WORK/haproxy.cfg" "$HAPROXY_PORT" "$UPSTREAM_PORT" 1
 
 taskset -c "$PROXY_CPUS" "$TARGET/release/tripline" proxy --config "$WORK/tripline.toml" --threads 1 \

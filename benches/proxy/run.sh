@@ -181,27 +181,7 @@ wait_port $UPSTREAM_PORT
 want direct && measure direct $UPSTREAM_PORT
 
 # --- tripline --------------------------------------------------------------
-cat >"$WORK/tripline.toml" <<EOF
-[proxy]
-header_read_timeout = "300s"
-keep_alive_timeout = "300s"
-pool_max_idle_per_endpoint = 256
-
-[[listeners]]
-address = "127.0.0.1:$TRIPLINE_PORT"
-
-[admin]
-address = "127.0.0.1:$ADMIN_PORT"
-
-[[routes]]
-name = "bench"
-cluster = "upstream"
-$ROUTE_PROTECTION
-
-[clusters.upstream]
-endpoints = ["127.0.0.1:$UPSTREAM_PORT"]
-$CLUSTER_PROTECTION
-EOF
+tripline_config "$WORK/tripline.toml" "$TRIPLINE_PORT" "$UPSTREAM_PORT" "$BENCH_PROXY_LINES" "$ADMIN_PORT"
 start_tripline() { # sets STARTED
     taskset -c "$PROXY_CPUS" "$TRIPLINE" proxy --config "$WORK/tripline.toml" \
         --threads "$THREADS" --runtime "$RUNTIME" >>"$WORK/tripline.log" 2>&1 &

@@ -69,50 +69,25 @@ async fn client_errors_count_as_successes() {
     running.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_429_with_retry_after_opens_the_endpoint_for_at_most_five_minutes() {
-    let upstream = Upstream::start(|_| {
-        let mut r = respond(429, "slow down");
+/// An endpoint answering `status` with `Retry-After: asked` is left out of
+/// rotation (its breaker open, requests refused `NH` with the wait) for
+/// `kept` seconds, and tried again after.
+async fn assert_left_alone_after_retry_after(
+    status: u16,
+    body: &'static str,
+    asked: &'static str,
+    kept: u64,
+) {
+    let upstream = Upstream::start(move |_| {
+        let mut r = respond(status, body);
         r.headers_mut()
-            .insert("retry-after", "86400".parse().unwrap());
+            .insert("retry-after", asked.parse().unwrap());
         r
     })
     .await;
     let (proxy, running, addr, clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
     let first = get(addr, "/").await;
-    assert_eq!((first.status, first.body.as_str()), (429, "slow down"));
-    let refused = get(addr, "/").await;
-    assert_eq!(refused.header("x-tripline-flag"), Some("NH"));
-    assert_eq!(
-        refused.header("retry-after"),
-        Some("300"),
-        "a day's wait is capped at five minutes"
-    );
-    let endpoint = proxy
-        .cluster("backend")
-        .unwrap()
-        .endpoint(&upstream.addr.to_string())
-        .unwrap();
-    assert_eq!(endpoint.breaker().state(), tripline::State::Open);
-    clock.advance(Duration::from_secs(299));
-    assert_eq!(get(addr, "/").await.header("x-tripline-flag"), Some("NH"));
-    clock.advance(Duration::from_secs(1));
-    assert_eq!(get(addr, "/").await.body, "slow down");
-    assert_eq!(upstream.hits(), 2);
-    running.shutdown().await;
-}
-
-#[tokio::test]
-async fn retry_after_opens_the_endpoint_until_then() {
-    let upstream = Upstream::start(|_| {
-        let mut r = respond(503, "busy");
-        r.headers_mut().insert("retry-after", "30".parse().unwrap());
-        r
-    })
-    .await;
-    let (proxy, running, addr, clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
-    let first = get(addr, "/").await;
-    assert_eq!((first.status, first.body.as_str()), (503, "busy"));
+    assert_eq!((first.status, first.body.as_str()), (status, body));
     let refused = get(addr, "/").await;
     assert_eq!(
         refused.header("x-tripline-rejected"),
@@ -121,20 +96,27 @@ async fn retry_after_opens_the_endpoint_until_then() {
     assert_eq!(refused.header("x-tripline-flag"), Some("NH"));
     assert_eq!(
         refused.header("retry-after"),
-        Some("30"),
-        "the endpoint's own wait"
+        Some(kept.to_string().as_str()),
+        "the endpoint's own wait, capped"
     );
     assert_eq!(upstream.hits(), 1);
-    let endpoint = proxy
-        .cluster("backend")
-        .unwrap()
-        .endpoint(&upstream.addr.to_string())
-        .unwrap();
-    assert_eq!(endpoint.breaker().state(), tripline::State::Open);
-    clock.advance(Duration::from_secs(29));
+    let breaker = endpoint_breaker(&proxy, upstream.addr);
+    assert_eq!(breaker.state(), tripline::State::Open);
+    clock.advance(Duration::from_secs(kept - 1));
     assert_eq!(get(addr, "/").await.header("x-tripline-flag"), Some("NH"));
     clock.advance(Duration::from_secs(1));
-    assert_eq!(get(addr, "/").await.body, "busy");
+    assert_eq!(get(addr, "/").await.body, body);
     assert_eq!(upstream.hits(), 2);
     running.shutdown().await;
+}
+
+#[tokio::test]
+async fn retry_after_opens_the_endpoint_until_then() {
+    assert_left_alone_after_retry_after(503, "busy", "30", 30).await;
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_opens_the_endpoint_for_at_most_five_minutes() {
+    // A day asked for, five minutes given.
+    assert_left_alone_after_retry_after(429, "slow down", "86400", 300).await;
 }
