@@ -34,8 +34,8 @@ impl Table {
 
 /// Builds every cluster of `config` on `clock`, taking the one `keep`
 /// gives for a name instead when it gives one (a reload keeps a cluster
-/// whose config did not change, with its endpoint breakers and outlier
-/// state).
+/// whose section changed at most in its endpoints, with its endpoint
+/// breakers and outlier state; the reload then hands it the new list).
 pub(crate) fn build_clusters(
     config: &ProxyConfig,
     clock: &SharedClock,

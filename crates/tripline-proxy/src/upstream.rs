@@ -232,8 +232,9 @@ pub(crate) fn same_clients(before: &ProxySection, after: &ProxySection) -> bool 
 }
 
 /// Builds every cluster's client, taking the one `keep` gives for a name
-/// instead when it gives one (a reload keeps an unchanged cluster's pool,
-/// and the names its DNS refresher writes). When `clients_changed` (the
+/// instead when it gives one (a reload keeps the pool of a cluster whose
+/// section changed at most in its endpoints, and the names its DNS
+/// refresher writes). When `clients_changed` (the
 /// settings [`same_clients`] compares), a kept cluster gets a new client
 /// and keeps only its names, which its kept refresher goes on writing.
 pub(crate) fn build(

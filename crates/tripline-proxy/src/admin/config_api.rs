@@ -93,8 +93,10 @@ fn report_json(r: &ReloadReport) -> Value {
         "routes_added": r.routes_added,
         "routes_removed": r.routes_removed,
         "breakers_kept": r.breakers_kept,
+        "keyed_breakers_kept": r.keyed_breakers_kept,
         "budgets_kept": r.budgets_kept,
         "clusters_kept": r.clusters_kept,
+        "clusters_endpoints_changed": r.clusters_endpoints_changed,
         "clusters_built": r.clusters_built,
         "restart_required": r.restart_required,
     })

@@ -66,6 +66,8 @@ async fn put_config_refuses_a_bad_config_whole_and_applies_a_good_one_keeping_st
     let report = json(&applied);
     assert_eq!(report["breakers_kept"][0], "api");
     assert_eq!(report["clusters_kept"][0], "backend");
+    assert_eq!(report["clusters_endpoints_changed"], serde_json::json!([]));
+    assert_eq!(report["keyed_breakers_kept"], serde_json::json!([]));
     let breaker = proxy.route_breaker("api").unwrap();
     assert_eq!(breaker.config().failure_rate_threshold, 0.75);
     assert_eq!(breaker.state(), tripline::State::Open, "state is kept");
