@@ -75,6 +75,9 @@ use writer::write_lines;
 /// when another try won, so no outcome of its own ever came.
 const CANCELLED: &str = "cancelled";
 
+/// The flag of a request dropped before its answer (Envoy's `DC`).
+const DOWNSTREAM_TERMINATED: &str = "DC";
+
 /// What a try that sent nothing is called (as the forwarder's
 /// `Tried::name` says it).
 const REFUSED: &str = "refused";
@@ -114,6 +117,42 @@ struct Attempt {
     took: Duration,
     /// Sent by the hedge (racing the pass's first try), not by a retry.
     hedge: bool,
+}
+
+/// A request's line until its answer is known: dropped unanswered (its
+/// future dropped with a client that went away), it still queues its line,
+/// so that every request the proxy began to serve has one.
+pub(crate) struct Pending<'a> {
+    log: &'a AccessLog,
+    /// `None` when the request is not logged, or once it was answered.
+    pub(crate) trail: Option<Trail>,
+    /// The route and cluster, once the request was routed.
+    pub(crate) route: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> Pending<'a> {
+    /// A line for the request `parts` from `peer`, if it is to be logged.
+    pub(crate) fn begin(log: &'a AccessLog, parts: &Parts, peer: SocketAddr) -> Pending<'a> {
+        Pending {
+            log,
+            trail: log.begin(parts, peer),
+            route: None,
+        }
+    }
+
+    /// Queues the line of the request answered with `response`.
+    pub(crate) fn answered<B>(mut self, response: &Response<B>) {
+        let trail = self.trail.take();
+        self.log.finish(trail, self.route, response);
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(trail) = self.trail.take() {
+            self.log.finish_unanswered(trail, self.route);
+        }
+    }
 }
 
 /// A try opened on a [`Trail`], to be closed with its outcome.
@@ -197,6 +236,26 @@ impl AccessLog {
             status: response.status().as_u16(),
             flag: headers.get(FLAG_HEADER).cloned(),
             budget_exhausted: headers.contains_key(RETRY_REFUSED_HEADER),
+        };
+        if self.queue.try_send(record).is_err() {
+            self.dropped.inc();
+        }
+    }
+
+    /// Queues the record of a request dropped before it was answered:
+    /// the client went away (or the drain's cut came) while the proxy
+    /// worked on it. Envoy's way: status 0 and flag `DC` (downstream
+    /// connection termination), with the tries made so far.
+    fn finish_unanswered(&self, mut trail: Trail, route: Option<(&str, &str)>) {
+        trail.cancel_open_tries();
+        let record = Record {
+            duration: trail.start.elapsed(),
+            trail,
+            route: route.map(|r| r.0.into()),
+            cluster: route.map(|r| r.1.into()),
+            status: 0,
+            flag: Some(HeaderValue::from_static(DOWNSTREAM_TERMINATED)),
+            budget_exhausted: false,
         };
         if self.queue.try_send(record).is_err() {
             self.dropped.inc();

@@ -18,7 +18,7 @@ use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, SharedTimer, TokioClock, TokioTimer};
 use tripline::{Outcome, OwnedPermit};
 
-use crate::access_log::Trail;
+use crate::access_log::{Pending, Trail};
 use crate::body::{ClientUpload, ProxyBody, RequestBody, read_for_replay, watch};
 use crate::headers::{ForwardedValues, has_hop_by_hop, strip_hop_by_hop};
 use crate::proxy::Inner;
@@ -92,8 +92,8 @@ pub(crate) async fn handle(
         return handle_with_one_host(proxy, req, downstream).await;
     }
     let (parts, _) = req.into_parts();
-    let trail = proxy.access_log.begin(&parts, downstream.peer);
-    refuse_unrouted(proxy, trail, Reason::ProtocolError)
+    let line = Pending::begin(&proxy.access_log, &parts, downstream.peer);
+    refuse_unrouted(proxy, line, Reason::ProtocolError)
 }
 
 /// [`handle`] for a request whose parser has already checked that it
@@ -108,30 +108,31 @@ pub(crate) async fn handle_with_one_host(
     let (parts, body) = req.into_parts();
     // One table for the whole request, whatever a reload does meanwhile.
     let table = proxy.table.load_full();
-    let mut trail = proxy.access_log.begin(&parts, peer);
+    let mut line = Pending::begin(&proxy.access_log, &parts, peer);
     let Some(index) = table.routes.iter().position(|r| r.matches(&parts)) else {
-        return refuse_unrouted(proxy, trail, Reason::NoRoute);
+        return refuse_unrouted(proxy, line, Reason::NoRoute);
     };
     let Some(route) = table.routes.get(index) else {
         return Rejection::new(Reason::NoRoute, None).response();
     };
-    let mut response = forward(proxy, route, parts, body, downstream, &mut trail).await;
+    if line.trail.is_some() {
+        let cluster = table.config.routes.get(index).map(|r| r.cluster.as_str());
+        line.route = Some((&route.name, cluster.unwrap_or("")));
+    }
+    let mut response = forward(proxy, route, parts, body, downstream, &mut line.trail).await;
     if proxy.config.proxy.envoy_compat {
         mark_overloaded(&mut response);
     }
     proxy.metrics.observe(table.counters.get(index), &response);
-    let cluster = table.config.routes.get(index).map(|r| r.cluster.as_str());
-    proxy
-        .access_log
-        .finish(trail, Some((&route.name, cluster.unwrap_or(""))), &response);
+    line.answered(&response);
     response
 }
 
 /// The refusal of a request no route took (or none may take), counted.
-fn refuse_unrouted(proxy: &Inner, trail: Option<Trail>, reason: Reason) -> Response<ProxyBody> {
+fn refuse_unrouted(proxy: &Inner, line: Pending<'_>, reason: Reason) -> Response<ProxyBody> {
     let response = Rejection::new(reason, None).response();
     proxy.metrics.observe(None, &response);
-    proxy.access_log.finish(trail, None, &response);
+    line.answered(&response);
     response
 }
 

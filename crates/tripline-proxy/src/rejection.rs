@@ -30,6 +30,7 @@
 //! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` | no |
 //! | NR | no route matched | 404 | `NR` | no |
 //! | DPE | malformed request: smuggling framing (`Content-Length` with `Transfer-Encoding`), two `Host` lines or an HTTP/1.1 request without one, a body that broke while sent (charged to neither endpoint nor route) | 400 | `DPE` (downstream protocol error) | no |
+//! | DC | (access log only) the request was dropped before its answer: the client reset its HTTP/2 stream, or the drain's cut came | none (status 0 in the log) | `DC` (downstream connection termination) | no |
 //!
 //! The last column: with `[proxy] envoy_compat = true`, answers for these
 //! causes also carry `x-envoy-overloaded: true`, as Envoy's own overload

@@ -490,3 +490,42 @@ async fn a_writer_that_cannot_keep_up_costs_lines_counted_never_a_wait() {
         "every line is written or counted"
     );
 }
+
+#[tokio::test]
+async fn a_request_dropped_before_its_answer_still_gets_a_line_flagged_dc() {
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (held, mut arrivals) = held_upstream(release).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let text = with_log(
+        config(&[held], "", "").replace(
+            "[[listeners]]",
+            "[proxy]\ndrain_timeout = \"200ms\"\n\n[[listeners]]",
+        ),
+        &format!("mode = \"full\"\npath = {path:?}"),
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let in_flight =
+        tokio::spawn(async move { tokio::time::timeout(BOUND, get(addr, "/held")).await });
+    arrivals.recv().await.unwrap();
+    // The drain's cut drops the request the endpoint never answers.
+    assert!(!running.shutdown().await.complete);
+    drop(in_flight.await);
+
+    let lines = json_lines(&path);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(
+        (line["status"].as_u64(), line["flag"].as_str()),
+        (Some(0), Some("DC")),
+        "{line}"
+    );
+    assert_eq!(
+        (line["route"].as_str(), line["path"].as_str()),
+        (Some("api"), Some("/held"))
+    );
+    let attempts = line["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{line}");
+    assert_eq!(attempts[0]["endpoint"], held.to_string());
+    assert_eq!(attempts[0]["outcome"], "cancelled");
+}
