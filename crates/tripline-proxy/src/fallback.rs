@@ -37,7 +37,7 @@ use tripline::timeout::Deadline;
 
 use crate::body::{ProxyBody, RequestBody, full};
 use crate::config::{ConfigError, FALLBACK_CAUSES, RouteSection, UPSTREAM_FAILURE};
-use crate::rejection::{FLAG_HEADER, REJECTED_HEADER, Reason};
+use crate::rejection::{FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, Reason};
 use crate::route::{Route, is_idempotent};
 
 /// Names the cause a fallback answer replaces.
@@ -164,6 +164,7 @@ pub(crate) async fn apply(
     body: &mut RequestBody,
     deadline: Option<Deadline>,
     response: Response<ProxyBody>,
+    trail: Option<&mut crate::access_log::Trail>,
 ) -> Response<ProxyBody> {
     let Some(fallback) = &route.guard.fallback else {
         return response;
@@ -179,6 +180,9 @@ pub(crate) async fn apply(
     if !covered {
         return response;
     }
+    // A retry the budget refused stays told on the degraded answer (the
+    // access log and the metrics read it there).
+    let retry_refused = response.headers().get(RETRY_REFUSED_HEADER).cloned();
     let mut answer = match &fallback.kind {
         Kind::Fixed {
             status,
@@ -205,12 +209,14 @@ pub(crate) async fn apply(
                 return response;
             }
             drain(response);
-            crate::forward::answer_from(proxy, secondary, parts, body, deadline).await
+            crate::forward::answer_from(proxy, secondary, parts, body, deadline, trail).await
         }
     };
-    answer
-        .headers_mut()
-        .insert(DEGRADED_HEADER, HeaderValue::from_static(cause));
+    let headers = answer.headers_mut();
+    headers.insert(DEGRADED_HEADER, HeaderValue::from_static(cause));
+    if let Some(refused) = retry_refused {
+        headers.insert(RETRY_REFUSED_HEADER, refused);
+    }
     answer
 }
 

@@ -193,7 +193,16 @@ async fn forward(
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
-    crate::fallback::apply(proxy, route, &parts, &mut body, deadline, response).await
+    crate::fallback::apply(
+        proxy,
+        route,
+        &parts,
+        &mut body,
+        deadline,
+        response,
+        trail.as_mut(),
+    )
+    .await
 }
 
 /// The route's answer itself: rate limit, bulkhead, deadline, breaker,
@@ -382,16 +391,15 @@ pub(crate) async fn answer_from(
     parts: &Outbound,
     body: &mut RequestBody,
     deadline: Option<Deadline>,
+    trail: Option<&mut Trail>,
 ) -> Response<ProxyBody> {
-    let tried = attempt::try_once(
-        proxy,
-        route,
-        parts,
-        body,
-        deadline,
-        &mut TriedEndpoints::new(),
-    )
-    .await;
+    let mut tried = TriedEndpoints::new();
+    let tried = match trail {
+        Some(trail) => {
+            hedge::try_logged(proxy, route, parts, body, deadline, &mut tried, trail).await
+        }
+        None => attempt::try_once(proxy, route, parts, body, deadline, &mut tried).await,
+    };
     tried.into_response(route, |_| {})
 }
 

@@ -134,7 +134,7 @@ pub(super) async fn try_maybe_hedged(
 }
 
 /// One try without a hedge, listed on `trail`.
-async fn try_logged(
+pub(super) async fn try_logged(
     proxy: &Inner,
     route: &Route,
     parts: &Outbound,

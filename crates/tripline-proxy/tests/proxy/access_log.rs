@@ -529,3 +529,65 @@ async fn a_request_dropped_before_its_answer_still_gets_a_line_flagged_dc() {
     assert_eq!(attempts[0]["endpoint"], held.to_string());
     assert_eq!(attempts[0]["outcome"], "cancelled");
 }
+
+#[tokio::test]
+async fn a_fallback_clusters_try_is_listed_after_the_primarys() {
+    let primary = Upstream::start(|_| respond(502, "bad gateway")).await;
+    let secondary = Upstream::start(|_| respond(200, "from the secondary")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let text = format!(
+        r#"[[listeners]]
+address = "127.0.0.1:0"
+
+[[routes]]
+name = "api"
+cluster = "primary"
+retry = {{ attempts = 1 }}
+fallback = {{ cluster = "secondary", on = ["upstream_failure"] }}
+
+[clusters.primary]
+endpoints = ["{}"]
+
+[clusters.secondary]
+endpoints = ["{}"]
+
+[access_log]
+mode = "full"
+path = {path:?}
+"#,
+        primary.addr, secondary.addr
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let answer = get(addr, "/").await;
+    assert_eq!(answer.body, "from the secondary");
+    assert_eq!(
+        answer.header("x-tripline-degraded"),
+        Some("upstream_failure")
+    );
+    assert!(running.shutdown().await.complete);
+
+    let lines = json_lines(&path);
+    assert_eq!(lines.len(), 1);
+    let attempts = lines[0]["attempts"].as_array().unwrap();
+    let tries: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a["endpoint"].as_str().unwrap(),
+                a["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let (primary, secondary) = (primary.addr.to_string(), secondary.addr.to_string());
+    assert_eq!(
+        tries,
+        [
+            (primary.as_str(), "gateway_failure"),
+            (secondary.as_str(), "success")
+        ],
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[0]["status"], 200);
+}
