@@ -223,39 +223,46 @@ impl AccessLog {
         route: Option<(&str, &str)>,
         response: &Response<B>,
     ) {
-        let Some(mut trail) = trail else { return };
-        // Every try in a record has an outcome: one still open now was
-        // given up with its request.
-        trail.cancel_open_tries();
+        let Some(trail) = trail else { return };
         let headers = response.headers();
-        let record = Record {
-            duration: trail.start.elapsed(),
+        self.queue_line(
             trail,
-            route: route.map(|r| r.0.into()),
-            cluster: route.map(|r| r.1.into()),
-            status: response.status().as_u16(),
-            flag: headers.get(FLAG_HEADER).cloned(),
-            budget_exhausted: headers.contains_key(RETRY_REFUSED_HEADER),
-        };
-        if self.queue.try_send(record).is_err() {
-            self.dropped.inc();
-        }
+            route,
+            response.status().as_u16(),
+            headers.get(FLAG_HEADER).cloned(),
+            headers.contains_key(RETRY_REFUSED_HEADER),
+        );
     }
 
     /// Queues the record of a request dropped before it was answered:
     /// the client went away (or the drain's cut came) while the proxy
     /// worked on it. Envoy's way: status 0 and flag `DC` (downstream
     /// connection termination), with the tries made so far.
-    fn finish_unanswered(&self, mut trail: Trail, route: Option<(&str, &str)>) {
+    fn finish_unanswered(&self, trail: Trail, route: Option<(&str, &str)>) {
+        let flag = Some(HeaderValue::from_static(DOWNSTREAM_TERMINATED));
+        self.queue_line(trail, route, 0, flag, false);
+    }
+
+    /// Queues a request's record, or drops and counts it when the queue is
+    /// full. Every try in a record has an outcome: one still open now was
+    /// given up with its request.
+    fn queue_line(
+        &self,
+        mut trail: Trail,
+        route: Option<(&str, &str)>,
+        status: u16,
+        flag: Option<HeaderValue>,
+        budget_exhausted: bool,
+    ) {
         trail.cancel_open_tries();
         let record = Record {
             duration: trail.start.elapsed(),
             trail,
             route: route.map(|r| r.0.into()),
             cluster: route.map(|r| r.1.into()),
-            status: 0,
-            flag: Some(HeaderValue::from_static(DOWNSTREAM_TERMINATED)),
-            budget_exhausted: false,
+            status,
+            flag,
+            budget_exhausted,
         };
         if self.queue.try_send(record).is_err() {
             self.dropped.inc();

@@ -225,9 +225,7 @@ impl Deadline {
             headers.insert(GRPC_TIMEOUT_NAME, v);
         }
     }
-}
 
-impl Deadline {
     /// Writes the remaining budget the way the request's next hop reads
     /// it: [`write_grpc_headers`](Self::write_grpc_headers) for a gRPC
     /// request (one that came with `grpc-timeout`, or whose `content-type`
