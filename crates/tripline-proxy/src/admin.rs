@@ -15,7 +15,10 @@
 //!
 //! `docs/admin-api.yaml` describes them (OpenAPI 3); a test keeps it and
 //! [`ROUTES`] in step. With `[admin] token` set, every mutating call needs
-//! it as a bearer token ([`auth`]).
+//! it as a bearer token ([`auth`]); without one, only the machine's own
+//! programs and the dashboard may call: a request must name a loopback
+//! host, come from no other web page, and declare its body's type
+//! ([`browser`]).
 //!
 //! It is a listener of its own, never a data-plane one, so a scrape is not
 //! routed, counted or refused like traffic, and a route cannot shadow it.
@@ -27,6 +30,7 @@ mod api;
 mod audit;
 mod auth;
 mod breakers;
+mod browser;
 mod config_api;
 mod dashboard;
 mod events;
@@ -190,6 +194,11 @@ where
     if let Some(denied) = admin.token.check(req.method(), req.headers()) {
         return denied;
     }
+    if !admin.token.is_set()
+        && let Some(refused) = browser::refuse_foreign(req.method(), req.uri(), req.headers())
+    {
+        return refused;
+    }
     let who = if admin.token.is_set() {
         "admin-api"
     } else {
@@ -222,7 +231,10 @@ where
         "/api/audit" => get_only(|_, a| a.audit.to_json()),
         "/api/config" => match method {
             Method::GET => config_api::get(&proxy),
-            Method::PUT => config_api::put(&proxy, req.into_body(), who).await,
+            Method::PUT => {
+                let format = config_api::format_of(req.headers());
+                config_api::put(&proxy, req.into_body(), format, who).await
+            }
             _ => not_allowed("GET, PUT"),
         },
         "/api/events" if method == Method::GET => events::stream(&admin.hub, streams),

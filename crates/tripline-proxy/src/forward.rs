@@ -7,6 +7,7 @@
 
 mod attempt;
 mod hedge;
+mod no_healthy;
 
 use std::net::SocketAddr;
 use std::ops::Deref;

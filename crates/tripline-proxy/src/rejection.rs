@@ -7,6 +7,9 @@
 //! - `x-tripline-flag`: the cause's short flag, the same one metrics and
 //!   logs use;
 //! - `x-tripline-route` and, when a breaker refused, `x-tripline-breaker`;
+//! - for `no_healthy_endpoint`, `x-tripline-cluster`, and in the body a
+//!   `detail` saying what keeps each endpoint out ("cluster orders: 2
+//!   endpoints, 2 with breaker open");
 //! - `retry-after` (whole seconds, rounded up) when the wait is known;
 //! - `cache-control: no-store`, so no cache serves the refusal later;
 //! - a small JSON body saying the same for humans and scripts.
@@ -48,7 +51,8 @@ use std::fmt;
 pub use envoy::ENVOY_OVERLOADED_HEADER;
 pub(crate) use envoy::mark_overloaded;
 pub use response::{
-    BREAKER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, ROUTE_HEADER, Rejection,
+    BREAKER_HEADER, CLUSTER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, ROUTE_HEADER,
+    Rejection,
 };
 
 /// Why the proxy answered a request itself.

@@ -67,16 +67,13 @@ impl AdminToken {
         headers: &HeaderMap,
     ) -> Option<http::Response<AdminBody>> {
         let expected = self.0.as_deref()?;
-        if !matches!(
-            *method,
-            Method::POST | Method::PUT | Method::DELETE | Method::PATCH
-        ) {
+        if !super::browser::is_mutating(method) {
             return None;
         }
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+            .and_then(bearer_credentials);
         if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
             return None;
         }
@@ -92,6 +89,16 @@ impl AdminToken {
         );
         Some(r)
     }
+}
+
+/// The credentials of a `Bearer` authorization value. The scheme is
+/// matched without regard to case (`bearer`, `BEARER`: RFC 9110 §11.1),
+/// and any run of spaces may separate it from the token.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim_start_matches(' '))
 }
 
 /// Compares without stopping at the first difference, so the time taken

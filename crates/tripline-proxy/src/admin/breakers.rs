@@ -22,7 +22,7 @@
 //! route breaker whose name did not change, and its override with it.
 
 use serde_json::{Value, json};
-use tripline::{CircuitBreaker, State};
+use tripline::{CircuitBreaker, Clock, State};
 use tripline_config::Applier;
 
 use super::hub::{Hub, rfc3339};
@@ -150,9 +150,7 @@ pub(crate) fn describe(
             json!({ "cluster": cluster, "endpoint": endpoint }),
         ),
     };
-    // The wall-clock deadline comes from the snapshot, which converts the
-    // breaker's monotonic deadline once.
-    let open_until = b.snapshot().open_until.map(rfc3339);
+    let open_until = open_until(name, b, hub).map(rfc3339);
     json!({
         "name": name,
         "kind": kind,
@@ -176,12 +174,33 @@ pub(crate) fn describe(
             "failed": m.calls.failed,
             "rejected": m.calls.rejected,
             "slow": m.calls.slow,
+            "ignored": m.calls.ignored,
+            "cancelled": m.calls.cancelled,
         },
         "transitions_total": m.transitions,
         "config_version": m.config_version,
         "managed": managed,
         "override": operator_override(m.state),
         "transitions": hub.transitions(name),
+    })
+}
+
+/// When the breaker's open state ends, on the wall clock: a fixed instant
+/// for one open period, also once it has passed and no call has probed
+/// yet (converting "deadline minus now" at each query would show the
+/// query's own time then). Anchored on the breaker's last transition as
+/// the hub heard it; a breaker it never heard change (a keyed family past
+/// the hub's memory) is converted against the clocks' present readings.
+fn open_until(name: &str, b: &CircuitBreaker, hub: &Hub) -> Option<std::time::SystemTime> {
+    let deadline = b.open_until_time()?;
+    hub.wall_time_of(name, deadline).or_else(|| {
+        let now = b.clock().now();
+        let wall = tripline::clock::system_time_after(std::time::Duration::ZERO);
+        Some(if deadline >= now {
+            wall + deadline.saturating_duration_since(now)
+        } else {
+            wall - now.saturating_duration_since(deadline)
+        })
     })
 }
 

@@ -1,7 +1,8 @@
 //! `GET /api/config` and `PUT /api/config`, and what every reload tells
 //! the admin side.
 //!
-//! `PUT` takes a whole proxy config as TOML and goes exactly the way of a
+//! `PUT` takes a whole proxy config as TOML (or as YAML, declared as
+//! `Content-Type: application/yaml`) and goes exactly the way of a
 //! SIGHUP reload: parsed and validated in full first (an error names the
 //! field, line and column, and changes nothing: the last good config keeps
 //! serving), then applied by [`Proxy::reload`]'s machinery, keeping breaker
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::audit::{Entry, diff_summary};
 use super::respond::{AdminBody, error, json};
-use crate::config::{ConfigError, ProxyConfig};
+use crate::config::{ConfigError, FileFormat, ProxyConfig};
 use crate::proxy::Proxy;
 use crate::reload::ReloadReport;
 
@@ -33,8 +34,32 @@ pub(crate) fn get(proxy: &Proxy) -> Response<AdminBody> {
     json(StatusCode::OK, &value)
 }
 
+/// The format a `PUT /api/config` body is in: YAML when its content type
+/// says so, else TOML (the format of the examples).
+pub(crate) fn format_of(headers: &http::HeaderMap) -> FileFormat {
+    let yaml = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| {
+            let m = m.trim();
+            m.eq_ignore_ascii_case("application/yaml")
+                || m.eq_ignore_ascii_case("application/x-yaml")
+        });
+    if yaml {
+        FileFormat::Yaml
+    } else {
+        FileFormat::Toml
+    }
+}
+
 /// `PUT /api/config`.
-pub(crate) async fn put<B>(proxy: &Proxy, body: B, who: &str) -> Response<AdminBody>
+pub(crate) async fn put<B>(
+    proxy: &Proxy,
+    body: B,
+    format: FileFormat,
+    who: &str,
+) -> Response<AdminBody>
 where
     B: http_body::Body,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -61,10 +86,13 @@ where
         config_error(e)
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
-        let e = ConfigError::invalid("", "the body is not UTF-8 text (a TOML proxy config)");
+        let e = ConfigError::invalid(
+            "",
+            "the body is not UTF-8 text (a TOML or YAML proxy config)",
+        );
         return refused(&e);
     };
-    let config = match ProxyConfig::from_toml(text) {
+    let config = match ProxyConfig::from_str_with_format(text, format) {
         Ok(c) => c,
         Err(e) => return refused(&e),
     };

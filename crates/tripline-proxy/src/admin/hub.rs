@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use prometheus_client::metrics::counter::Counter;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
+use tripline::Timestamp;
 use tripline::breaker::{Event, EventKind};
 use tripline::outlier::{ClusterEvent, ClusterEventKind};
 
@@ -48,6 +49,10 @@ pub(crate) struct Ejection {
 #[derive(Default)]
 struct Memory {
     rings: HashMap<String, VecDeque<Value>>,
+    /// Per breaker, its last transition's time on the breaker's clock and
+    /// on the wall clock: what turns its monotonic open deadline into a
+    /// wall-clock one that does not move between queries.
+    anchors: HashMap<String, (Timestamp, SystemTime)>,
     /// By (cluster, endpoint id).
     ejections: BTreeMap<(String, String), Ejection>,
 }
@@ -86,6 +91,20 @@ impl Hub {
             .get(breaker)
             .map(|r| r.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The wall-clock time of `deadline` (on the clock of the breaker
+    /// named `breaker`), anchored on the breaker's last transition, so the
+    /// same deadline always reads the same; `None` when no transition of
+    /// that breaker was heard.
+    pub(crate) fn wall_time_of(&self, breaker: &str, deadline: Timestamp) -> Option<SystemTime> {
+        let memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        let (at, wall) = *memory.anchors.get(breaker)?;
+        Some(if deadline >= at {
+            wall + deadline.saturating_duration_since(at)
+        } else {
+            wall - at.saturating_duration_since(deadline)
+        })
     }
 
     /// The ejection record of `endpoint` of `cluster`.
@@ -162,6 +181,11 @@ impl Hub {
         {
             let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
             let full = memory.rings.len() >= MAX_RINGS;
+            if !full || memory.anchors.contains_key(name) {
+                memory
+                    .anchors
+                    .insert(name.to_owned(), (event.at, event.wall));
+            }
             if let Some(ring) = memory.rings.get_mut(name) {
                 push_bounded(ring, data.clone());
             } else if !full {

@@ -133,7 +133,14 @@ impl Tried {
                 settle_route(None);
                 rejection.response()
             }
-            Tried::Refused(rejection) => rejection.response(),
+            Tried::Refused(rejection) => {
+                // The proxy's own refusal of its try (no endpoint, no time
+                // left) is no evidence about the dependency: the failures
+                // that opened the endpoints' breakers were booked already.
+                // Ignored, not cancelled: the route's call did end.
+                settle_route(None);
+                rejection.response()
+            }
         }
     }
 }
@@ -181,10 +188,7 @@ pub(super) fn prepare(
             tried.push(lease.endpoint().id().clone());
             lease
         }
-        Err(_) => {
-            let rejection = Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name));
-            return Err(rejection.retry_after(earliest_reopening(route)));
-        }
+        Err(_) => return Err(super::no_healthy::refusal(route)),
     };
     let Some(body) = body.for_try() else {
         return Err(Rejection::new(Reason::UpstreamReset, Some(&route.name)));
@@ -310,19 +314,6 @@ fn record(lease: Lease, outcome: EndpointOutcome, shadow: Option<ShadowFeed>) {
         }
         None => lease.record(outcome),
     }
-}
-
-/// When the first open endpoint breaker of the route's cluster lets a
-/// call through again, if any is open: the `Retry-After` of a
-/// `no_healthy_endpoint` refusal.
-fn earliest_reopening(route: &Route) -> Option<Duration> {
-    let endpoints = route.cluster.endpoints();
-    let until = endpoints
-        .iter()
-        .filter_map(|e| e.breaker().open_until_time())
-        .min()?;
-    let now = route.cluster.clock().now();
-    Some(until.saturating_duration_since(now)).filter(|d| !d.is_zero())
 }
 
 /// The longest an endpoint's `Retry-After` keeps it out of rotation.

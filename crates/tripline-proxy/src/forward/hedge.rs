@@ -29,7 +29,6 @@ use super::{Outbound, TriedEndpoints};
 use crate::access_log::Trail;
 use crate::body::RequestBody;
 use crate::proxy::Inner;
-use crate::rejection::{Reason, Rejection};
 use crate::route::Route;
 use std::sync::{Mutex, PoisonError};
 
@@ -127,9 +126,7 @@ pub(super) async fn try_maybe_hedged(
         Err(()) => failed
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
-            .unwrap_or_else(|| {
-                Tried::Refused(Rejection::new(Reason::NoHealthyEndpoint, Some(&route.name)))
-            }),
+            .unwrap_or_else(|| Tried::Refused(super::no_healthy::refusal(route))),
     }
 }
 

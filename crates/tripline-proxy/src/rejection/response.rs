@@ -16,6 +16,8 @@ pub const FLAG_HEADER: HeaderName = HeaderName::from_static("x-tripline-flag");
 pub const ROUTE_HEADER: HeaderName = HeaderName::from_static("x-tripline-route");
 /// The breaker that refused it.
 pub const BREAKER_HEADER: HeaderName = HeaderName::from_static("x-tripline-breaker");
+/// The cluster a `no_healthy_endpoint` refusal is about.
+pub const CLUSTER_HEADER: HeaderName = HeaderName::from_static("x-tripline-cluster");
 /// On an upstream's answer: a retry was due and refused (`budget_exhausted`).
 pub const RETRY_REFUSED_HEADER: HeaderName = HeaderName::from_static("x-tripline-retry-refused");
 
@@ -31,6 +33,12 @@ pub struct Rejection {
     pub breaker: Option<String>,
     /// When a retry may succeed, if known.
     pub retry_after: Option<Duration>,
+    /// The cluster that had no endpoint for the request
+    /// (`no_healthy_endpoint`).
+    pub cluster: Option<String>,
+    /// Why, for a person: e.g. "cluster orders: 2 endpoints, 2 with
+    /// breaker open". Built only on the refusal's path.
+    pub detail: Option<String>,
 }
 
 impl Rejection {
@@ -41,7 +49,21 @@ impl Rejection {
             route: route.map(str::to_owned),
             breaker: None,
             retry_after: None,
+            cluster: None,
+            detail: None,
         }
+    }
+
+    /// Names the cluster the refusal is about.
+    pub fn cluster(mut self, name: &str) -> Self {
+        self.cluster = Some(name.to_owned());
+        self
+    }
+
+    /// Says why, for a person.
+    pub fn detail(mut self, text: String) -> Self {
+        self.detail = Some(text);
+        self
     }
 
     /// Names the breaker that refused.
@@ -76,6 +98,12 @@ impl Rejection {
         if let Some(breaker) = &self.breaker {
             body["breaker"] = breaker.as_str().into();
         }
+        if let Some(cluster) = &self.cluster {
+            body["cluster"] = cluster.as_str().into();
+        }
+        if let Some(detail) = &self.detail {
+            body["detail"] = detail.as_str().into();
+        }
         if let Some(wait) = self.retry_after {
             body["retry_after_ms"] = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).into();
         }
@@ -97,7 +125,11 @@ impl Rejection {
             );
         }
         headers.insert(FLAG_HEADER, HeaderValue::from_static(self.reason.flag()));
-        let named = [(ROUTE_HEADER, &self.route), (BREAKER_HEADER, &self.breaker)];
+        let named = [
+            (ROUTE_HEADER, &self.route),
+            (BREAKER_HEADER, &self.breaker),
+            (CLUSTER_HEADER, &self.cluster),
+        ];
         for (name, value) in named {
             if let Some(v) = value.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
                 headers.insert(name, v);

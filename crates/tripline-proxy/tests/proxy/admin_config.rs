@@ -9,6 +9,19 @@ use tripline_proxy::config::ProxyConfig;
 use crate::admin_api::{ROUTE, TOKEN, authorized, failing_proxy};
 use crate::support::*;
 
+/// `PUT /api/config` with a TOML config, declared as such.
+async fn put_toml(admin: std::net::SocketAddr, text: &str) -> Answer {
+    let toml = [("content-type", "application/toml")];
+    send_body(
+        admin,
+        "PUT",
+        "/api/config",
+        &toml,
+        Bytes::from(text.to_owned()),
+    )
+    .await
+}
+
 fn json(answer: &Answer) -> Value {
     serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.body))
 }
@@ -36,7 +49,7 @@ async fn put_config_refuses_a_bad_config_whole_and_applies_a_good_one_keeping_st
         config(&[upstream.addr], &ROUTE.replace("0.5", "0.75"), "")
     );
     let typo = good.replace("cluster = \"backend\"", "clutser = \"backend\"");
-    let refused = admin_json(admin, "PUT", "/api/config", &typo).await;
+    let refused = put_toml(admin, &typo).await;
     assert_eq!(refused.status, 400);
     let body = json(&refused);
     assert!(
@@ -46,7 +59,7 @@ async fn put_config_refuses_a_bad_config_whole_and_applies_a_good_one_keeping_st
     assert_eq!(body["line"], 6);
     // Valid TOML, invalid config: the field is named.
     let invalid = good.replace("0.75", "1.5");
-    let refused = json(&admin_json(admin, "PUT", "/api/config", &invalid).await);
+    let refused = json(&put_toml(admin, &invalid).await);
     assert!(
         refused["field"]
             .as_str()
@@ -61,7 +74,7 @@ async fn put_config_refuses_a_bad_config_whole_and_applies_a_good_one_keeping_st
         "the last good config stays"
     );
 
-    let applied = admin_json(admin, "PUT", "/api/config", &good).await;
+    let applied = put_toml(admin, &good).await;
     assert_eq!(applied.status, 200, "{}", applied.body);
     let report = json(&applied);
     assert_eq!(report["breakers_kept"][0], "api");
@@ -115,14 +128,15 @@ async fn put_config_refuses_a_bad_config_whole_and_applies_a_good_one_keeping_st
 async fn put_config_refuses_a_body_over_one_mib_and_non_utf8() {
     let (_proxy, running, _addr, admin, _upstream) = failing_proxy("").await;
     let junk = Bytes::from(vec![b'#'; 2 * 1024 * 1024]);
-    let big = send_body(admin, "PUT", "/api/config", &[], junk).await;
+    let toml = [("content-type", "application/toml")];
+    let big = send_body(admin, "PUT", "/api/config", &toml, junk).await;
     assert_eq!(big.status, 413);
     assert_eq!(json(&big)["limit"], 1024 * 1024);
     let binary = send_body(
         admin,
         "PUT",
         "/api/config",
-        &[],
+        &toml,
         Bytes::from_static(&[0xff, 0xfe, 0x00]),
     )
     .await;
@@ -144,10 +158,7 @@ async fn put_config_needs_the_token_when_one_is_set() {
         "{}\n[admin]\naddress = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n",
         config(&[upstream.addr], ROUTE, "")
     );
-    assert_eq!(
-        admin_json(admin, "PUT", "/api/config", &text).await.status,
-        401
-    );
+    assert_eq!(put_toml(admin, &text).await.status, 401);
     let applied = authorized(admin, "PUT", "/api/config", &text).await;
     assert_eq!(applied.status, 200, "{}", applied.body);
     let audit = json(&get(admin, "/api/audit").await);

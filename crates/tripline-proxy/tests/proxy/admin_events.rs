@@ -80,7 +80,7 @@ async fn a_client_that_does_not_read_loses_events_counted_and_never_slows_the_br
     // A client that reads nothing for a while.
     let mut stream = tokio::net::TcpStream::connect(admin).await.unwrap();
     stream
-        .write_all(b"GET /api/events HTTP/1.1\r\nhost: admin\r\n\r\n")
+        .write_all(b"GET /api/events HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut head = [0u8; 256];

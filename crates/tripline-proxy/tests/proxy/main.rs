@@ -5,6 +5,7 @@
 
 mod access_log;
 mod admin_api;
+mod admin_browser;
 mod admin_config;
 mod admin_events;
 mod bad_input;
@@ -14,6 +15,7 @@ mod config_errors;
 mod dns;
 mod drain;
 mod envoy;
+mod explained;
 mod fallbacks;
 mod faults;
 mod grpc;
