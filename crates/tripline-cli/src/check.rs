@@ -4,7 +4,8 @@
 //! proxy config (TOML or YAML, one with listeners, routes or clusters) is
 //! checked as `tripline proxy` checks it at start — parsed, validated and
 //! built, TLS files and admin token read — short of binding its
-//! listeners, with the warnings of every breaker in it.
+//! listeners, with the warnings of every breaker in it. `--explain` also
+//! prints the breakers the config builds, with their parameters in force.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,11 @@ pub(crate) struct CheckArgs {
     /// The breaker config (`.toml`, `.yaml`/`.yml`, `.json`) or proxy
     /// config (`.toml`, `.yaml`/`.yml`) to validate.
     file: PathBuf,
+    /// Also print the breakers the config builds — for a proxy config its
+    /// route breakers, each cluster's endpoint breakers and each keyed
+    /// family — with every parameter in force, defaults filled in.
+    #[arg(long)]
+    explain: bool,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
@@ -40,7 +46,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
             ))
         })?;
         if ProxyConfig::looks_like_proxy_config(text) {
-            return check_proxy(&args.file, text);
+            return check_proxy(&args.file, text, args.explain);
         }
         if format == ConfigFormat::Toml && crate::kind::looks_like_scenario(text) {
             return Err(CliError::input(format!(
@@ -61,6 +67,12 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     for w in &warnings {
         println!("warning: {w}");
     }
+    if args.explain {
+        println!("breaker {}", config.name);
+        for line in tripline_proxy::explain::parameters(&config) {
+            println!("  {line}");
+        }
+    }
     println!(
         "{path}: valid breaker config `{}` ({} warning{})",
         config.name,
@@ -70,10 +82,19 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn check_proxy(file: &Path, text: &str) -> Result<(), CliError> {
+fn check_proxy(file: &Path, text: &str, explain: bool) -> Result<(), CliError> {
     let source = ConfigFile::from_text(file, text);
     let config = source.parse().map_err(|e| CliError::input(e.to_string()))?;
-    build_as_at_start(&source, &config)?;
+    let proxy = build_as_at_start(&source, &config)?;
+    if explain {
+        // Every breaker the proxy would run, the hidden ones included.
+        for built in proxy.breakers_built() {
+            println!("{}", built.summary());
+            for line in built.parameters() {
+                println!("  {line}");
+            }
+        }
+    }
     let mut warnings = 0;
     let routes = config
         .routes
@@ -108,10 +129,11 @@ fn check_proxy(file: &Path, text: &str) -> Result<(), CliError> {
 /// Builds the proxy as `tripline proxy` does before it binds anything, so
 /// that what only the build finds (a TLS file that is missing or does not
 /// fit its key, an unreadable admin token file) fails the check rather
-/// than the start. Nothing outlives it: the build binds no socket and
-/// starts no task, and the runtime it is entered in (there in case some
-/// part of the build ever needs one) ends with the check.
-fn build_as_at_start(source: &ConfigFile, config: &ProxyConfig) -> Result<(), CliError> {
+/// than the start. The build binds no socket and starts no task, and the
+/// runtime it is entered in (there in case some part of the build ever
+/// needs one) ends with the check; the proxy built is kept only to list
+/// its breakers.
+fn build_as_at_start(source: &ConfigFile, config: &ProxyConfig) -> Result<Proxy, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -122,7 +144,6 @@ fn build_as_at_start(source: &ConfigFile, config: &ProxyConfig) -> Result<(), Cl
     Proxy::builder(config.clone())
         .clock(EventLoopClock)
         .build()
-        .map(drop)
         .map_err(|e| CliError::input(source.place(e).to_string()))
 }
 

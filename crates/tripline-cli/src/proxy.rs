@@ -63,11 +63,18 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
     watch_hangups(proxy.clone(), args.config.clone());
     let drained = proxy
         .run_until_signal(threading, |addrs, admin| {
+            // What runs, where: every listener, the admin side's URLs, and
+            // every breaker built (those the file does not name too).
             for addr in addrs {
                 println!("tripline proxy: listening on {addr}");
             }
             if let Some(addr) = admin {
+                println!("tripline proxy: admin API at http://{addr}/api/");
+                println!("tripline proxy: dashboard at http://{addr}/");
                 println!("tripline proxy: metrics at http://{addr}/metrics");
+            }
+            for built in proxy.breakers_built() {
+                println!("tripline proxy: {}", built.summary());
             }
         })
         .map_err(|e| CliError::other(format!("cannot serve: {e}")))?;

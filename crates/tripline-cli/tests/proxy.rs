@@ -46,6 +46,15 @@ fn upstream(status: Arc<AtomicU16>) -> SocketAddr {
     addr
 }
 
+/// Whether these tests follow `line`: the CLI's own lines, not the
+/// start-up lines after the listeners' (the admin URLs, the breakers
+/// built: `proxy_start.rs` tests those) nor the `tracing` log's.
+fn is_followed(line: &str) -> bool {
+    line.starts_with("tripline proxy: ")
+        && !line.contains(" at http://")
+        && !line.contains("): trips at")
+}
+
 /// Kills the proxy if a test fails before it exits.
 struct Running(Child);
 
@@ -121,7 +130,9 @@ breaker = {{ window = {{ kind = "count", size = 100 }}, minimum_calls = 100 }}
     let stdout = child.0.stdout.take().expect("stdout");
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
+            if is_followed(&line) {
+                let _ = lines_tx.send(line);
+            }
         }
     });
     let first = lines
@@ -254,7 +265,9 @@ fn sighup_reloads_the_file_and_an_invalid_file_changes_nothing() {
         let lines_tx = lines_tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = lines_tx.send(line);
+                if is_followed(&line) {
+                    let _ = lines_tx.send(line);
+                }
             }
         });
     }
@@ -388,7 +401,9 @@ fn a_yaml_config_serves_and_a_bad_reload_names_file_line_and_field() {
         let lines_tx = lines_tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = lines_tx.send(line);
+                if is_followed(&line) {
+                    let _ = lines_tx.send(line);
+                }
             }
         });
     }

@@ -100,6 +100,7 @@ pub mod body;
 pub mod config;
 mod config_source;
 mod dns;
+pub mod explain;
 pub mod fallback;
 pub mod fault;
 mod forward;

@@ -20,6 +20,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tripline::clock::EventLoopClock;
 
+mod address_lock;
+
 use crate::proxy::Proxy;
 use crate::server::Drained;
 
@@ -65,24 +67,47 @@ impl Binding {
         }
     }
 
-    /// Binds listener `index`, configured as `address`.
+    /// Binds listener `index`, configured as `address`; an error names
+    /// the address.
     pub(crate) async fn bind(&self, index: usize, address: &str) -> io::Result<TcpListener> {
         let Binding::Shared { addrs, .. } = self else {
-            return TcpListener::bind(address).await;
+            return TcpListener::bind(address)
+                .await
+                .map_err(|e| address_error(address, e));
         };
-        let addr = match addrs.as_ref().and_then(|a| a.get(index)) {
-            Some(addr) => *addr,
-            None => address
-                .parse()
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
-        };
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
-        socket.set_nonblocking(true)?;
-        socket.bind(&addr.into())?;
-        socket.listen(1024)?;
-        TcpListener::from_std(socket.into())
+        bind_shared(addrs.as_ref().and_then(|a| a.get(index)), address)
+            .map_err(|e| address_error(address, e))
+    }
+}
+
+/// A per-core runtime's `SO_REUSEPORT` listener: at `bound` (what the
+/// first runtime bound, port 0 resolved), else at `address`.
+fn bind_shared(bound: Option<&SocketAddr>, address: &str) -> io::Result<TcpListener> {
+    let addr = match bound {
+        Some(addr) => *addr,
+        None => address
+            .parse()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+    };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
+}
+
+/// `e`, naming `address`: "127.0.0.1:8080 is already in use by another
+/// process" for a port taken, "127.0.0.1:8080: …" otherwise.
+pub(crate) fn address_error(address: &str, e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::AddrInUse {
+        io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("{address} is already in use by another process"),
+        )
+    } else {
+        io::Error::new(e.kind(), format!("{address}: {e}"))
     }
 }
 
@@ -153,6 +178,14 @@ impl Proxy {
         started: impl FnOnce(&[SocketAddr], Option<SocketAddr>),
         signal: impl Future<Output = ()>,
     ) -> io::Result<Drained> {
+        // Held until the drain ends: one proxy per listener address.
+        let _held = crate::runtime::address_lock::lock_all(
+            self.inner
+                .config
+                .listeners
+                .iter()
+                .map(|l| l.address.as_str()),
+        )?;
         let (stop, stopped) = watch::channel(false);
         let (ready, bound) = std::sync::mpsc::channel::<Bound>();
         let mut handles = Vec::with_capacity(threads);

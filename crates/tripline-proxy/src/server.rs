@@ -140,7 +140,9 @@ impl Proxy {
             .as_ref()
             .filter(|_| binding.is_first())
         {
-            let listener = TcpListener::bind(section.address.as_str()).await?;
+            let listener = TcpListener::bind(section.address.as_str())
+                .await
+                .map_err(|e| crate::runtime::address_error(&section.address, e))?;
             admin = Some(listener.local_addr()?);
             accept.spawn(crate::admin::accept_loop(
                 listener,
