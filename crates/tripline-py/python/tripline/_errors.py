@@ -1,0 +1,65 @@
+"""Exceptions raised by tripline.
+
+They are built natively from an argument tuple (no Python ``__init__``
+runs), so a rejection stays cheap; the attributes read that tuple.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = ["Rejected", "CircuitOpenError", "RegistryFullError"]
+
+
+class Rejected(Exception):
+    """A call refused locally by a tripline policy, before it reached the
+    dependency: tells "rejected here" apart from "failed there"."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class CircuitOpenError(Rejected):
+    """A circuit breaker refused the call (it is open, forced open, or its
+    half-open probes are all taken).
+
+    Attributes: ``retry_after`` (seconds until a call may be admitted, or
+    ``None`` when unknown), ``reason`` (why the breaker opened, in the
+    library's words, e.g. ``"failure rate 62% ≥ 50% over 20 calls"``),
+    ``breaker`` (its name) and ``state``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        retry_after: Optional[float] = None,
+        reason: Optional[str] = None,
+        breaker: str = "",
+        state: str = "open",
+    ) -> None:
+        super().__init__(message, retry_after, reason, breaker, state)
+
+    @property
+    def retry_after(self) -> Optional[float]:
+        """Seconds until the breaker admits a call, if known."""
+        return self.args[1] if len(self.args) > 1 else None
+
+    @property
+    def reason(self) -> Optional[str]:
+        """Why the breaker opened, as the library explains it."""
+        return self.args[2] if len(self.args) > 2 else None
+
+    @property
+    def breaker(self) -> str:
+        """The name of the breaker that refused the call."""
+        return str(self.args[3]) if len(self.args) > 3 else ""
+
+    @property
+    def state(self) -> str:
+        """The state that refused the call."""
+        return str(self.args[4]) if len(self.args) > 4 else "open"
+
+
+class RegistryFullError(Rejected):
+    """A `BreakerRegistry` with ``overflow="reject"`` holds ``max_breakers``
+    breakers and refused to create one for a new key."""

@@ -1,0 +1,113 @@
+//! Errors crossing into Python: rejections as `tripline.CircuitOpenError`,
+//! bad config as `ValueError`/`TypeError` naming the field.
+//!
+//! The exception classes live in `tripline/_errors.py` (Python classes, so
+//! users subclass and pickle them as usual) and are built here from an
+//! argument tuple only: `BaseException.__new__` stores it and the class's
+//! properties read it back, so a rejection runs no Python `__init__` — the
+//! rejected path stays in the hundreds of nanoseconds.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static CIRCUIT_OPEN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `tripline._errors.<name>`, imported once.
+fn error_class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.get_or_try_init(py, || {
+        Ok::<_, PyErr>(
+            py.import("tripline._errors")?
+                .getattr(name)?
+                .cast_into::<PyType>()?
+                .unbind(),
+        )
+    })
+    .map(|t| t.bind(py))
+}
+
+/// A `CircuitOpenError` for a call `breaker` refused.
+pub(crate) fn circuit_open(
+    py: Python<'_>,
+    breaker: &str,
+    rejected: tripline::Rejected,
+    reason: Option<&str>,
+) -> PyErr {
+    let message = match reason {
+        Some(reason) => format!("{breaker}: {rejected}; tripped on {reason}"),
+        None => format!("{breaker}: {rejected}"),
+    };
+    let retry_after = rejected.retry_after().map(|d| d.as_secs_f64());
+    let state = rejected.state().as_str();
+    match error_class(py, &CIRCUIT_OPEN, "CircuitOpenError") {
+        Ok(class) => PyErr::from_type(
+            class.clone(),
+            (
+                message,
+                retry_after,
+                reason.map(str::to_owned),
+                breaker.to_owned(),
+                state,
+            ),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// A config error: `TypeError` for a value of the wrong type, `ValueError`
+/// for the rest (unknown keyword, out-of-range value); the text names the
+/// field and the constraint.
+pub(crate) fn config_error(field: &str, message: &str) -> PyErr {
+    let text = if field.is_empty() || field == "." {
+        format!("invalid breaker config: {message}")
+    } else {
+        format!("invalid breaker config: `{field}`: {message}")
+    };
+    if message.starts_with("invalid type") || message.contains("must be a") {
+        PyTypeError::new_err(text)
+    } else {
+        PyValueError::new_err(text)
+    }
+}
+
+/// The `logging.getLogger("tripline")` logger.
+pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    LOGGER
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(
+                py.import("logging")?
+                    .call_method1("getLogger", ("tripline",))?
+                    .unbind(),
+            )
+        })
+        .map(|l| l.bind(py))
+}
+
+/// Logs `err` (raised by user code tripline called: an event callback, a
+/// classifier) with its traceback, and swallows it: user code that fails
+/// must never break the call it observes.
+pub(crate) fn log_raised(py: Python<'_>, what: &str, err: PyErr) {
+    let logged = logger(py).and_then(|log| {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("exc_info", err.value(py))?;
+        log.call_method("error", ("%s raised; ignored", what), Some(&kwargs))
+    });
+    if let Err(e) = logged {
+        // Logging itself failed (interpreter shutting down): report it the
+        // way CPython reports errors nobody can catch.
+        e.write_unraisable(py, None);
+    }
+}
+
+/// Logs a warning line on the `tripline` logger.
+pub(crate) fn log_warning(py: Python<'_>, text: &str) {
+    if let Err(e) = logger(py).and_then(|log| log.call_method1("warning", ("%s", text))) {
+        e.write_unraisable(py, None);
+    }
+}
