@@ -370,12 +370,10 @@ impl CircuitBreaker {
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         if crate::guard::is_coroutine_function(func)? {
-            let coro = func.call(args, kwargs)?;
-            return crate::guard_async::GuardedAwaitable::start(
-                slf.clone().unbind(),
-                coro.unbind(),
-            )
-            .and_then(|a| Ok(Py::new(py, a)?.into_any()));
+            let breaker = slf.clone().unbind();
+            let awaitable =
+                crate::guard_async::GuardedAwaitable::call(py, &breaker, func, args, kwargs)?;
+            return Ok(Py::new(py, awaitable)?.into_any());
         }
         slf.get().core.call(py, func, args, kwargs)
     }

@@ -3,16 +3,18 @@
 //! coroutine frame — only this object between the caller's `await` and
 //! the coroutine.
 //!
-//! The permit is taken at the first step (when the call is awaited, as a
-//! coroutine body starts then), recorded when the coroutine returns or
+//! The permit is taken when the guarded function is called (a rejected
+//! call creates no coroutine and raises `CircuitOpenError` when awaited),
+//! timed from the coroutine's first step, recorded when it returns or
 //! raises, and released neutrally on `asyncio.CancelledError`, on `close()`
 //! and when the awaitable is dropped unfinished — a dropped future in Rust.
 
-use pyo3::exceptions::PyStopIteration;
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{IntoPyObjectExt, intern};
-use tripline::{Clock, OwnedPermit, Timestamp};
+use tripline::{Clock, OwnedPermit, Rejected, Timestamp};
 
 use crate::breaker::CircuitBreaker;
 
@@ -38,8 +40,7 @@ impl AsyncGuarded {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<GuardedAwaitable> {
-        let coro = self.func.bind(py).call(args, kwargs)?;
-        GuardedAwaitable::start(self.breaker.clone_ref(py), coro.unbind())
+        GuardedAwaitable::call(py, &self.breaker, self.func.bind(py), args, kwargs)
     }
 
     fn __get__(
@@ -61,47 +62,72 @@ impl AsyncGuarded {
 #[pyclass(module = "tripline")]
 pub struct GuardedAwaitable {
     breaker: Py<CircuitBreaker>,
-    coro: Py<PyAny>,
+    /// The user's coroutine; `None` when the call was rejected.
+    coro: Option<Py<PyAny>>,
     permit: Option<OwnedPermit>,
-    start: Timestamp,
-    started: bool,
+    rejected: Option<Rejected>,
+    /// When the coroutine first ran.
+    start: Option<Timestamp>,
+}
+
+static CORO_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CORO_SEND: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `types.CoroutineType` and its unbound `send`: calling the descriptor
+/// with the coroutine skips creating a bound method on every step.
+fn coroutine_send(py: Python<'_>) -> PyResult<(&Bound<'_, PyAny>, &Bound<'_, PyAny>)> {
+    let ty = CORO_TYPE.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import("types")?.getattr("CoroutineType")?.unbind())
+    })?;
+    let send =
+        CORO_SEND.get_or_try_init(py, || Ok::<_, PyErr>(ty.bind(py).getattr("send")?.unbind()))?;
+    Ok((ty.bind(py), send.bind(py)))
 }
 
 impl GuardedAwaitable {
-    pub(crate) fn start(breaker: Py<CircuitBreaker>, coro: Py<PyAny>) -> PyResult<Self> {
+    /// Admits the call (or records the rejection, raised when awaited) and
+    /// creates the coroutine only if admitted: a rejected call costs no
+    /// coroutine, and no "never awaited" warning.
+    pub(crate) fn call(
+        py: Python<'_>,
+        breaker: &Py<CircuitBreaker>,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let (coro, permit, rejected) = match breaker.get().core.breaker.try_acquire_owned() {
+            // A function that raises before returning its coroutine drops
+            // the permit here: released neutrally.
+            Ok(p) => (Some(func.call(args, kwargs)?.unbind()), Some(p), None),
+            Err(r) => (None, None, Some(r)),
+        };
         Ok(GuardedAwaitable {
-            breaker,
+            breaker: breaker.clone_ref(py),
             coro,
-            permit: None,
-            start: Timestamp::default(),
-            started: false,
+            permit,
+            rejected,
+            start: None,
         })
     }
 
     /// Runs one step of the coroutine (`step` is `send` or `throw`),
-    /// acquiring the permit before the first and recording at the last.
+    /// starting the clock before the first and recording at the last.
     fn step(
         &mut self,
         py: Python<'_>,
         step: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        if !self.started {
-            self.started = true;
+        let Some(coro) = &self.coro else {
             let core = &self.breaker.get().core;
-            match core.breaker.try_acquire_owned() {
-                Ok(p) => {
-                    self.permit = Some(p);
-                    self.start = core.breaker.clock().now();
-                }
-                Err(r) => {
-                    // The body never runs: close it, so Python does not warn
-                    // that the coroutine was never awaited.
-                    let _ = self.coro.bind(py).call_method0(intern!(py, "close"));
-                    return Err(core.reject(py, r));
-                }
-            }
+            return Err(match self.rejected.take() {
+                Some(r) => core.reject(py, r),
+                None => PyRuntimeError::new_err("cannot reuse an already awaited guarded call"),
+            });
+        };
+        if self.start.is_none() {
+            self.start = Some(self.breaker.get().core.breaker.clock().now());
         }
-        let result = step(self.coro.bind(py));
+        let result = step(coro.bind(py));
         if let Err(err) = &result {
             self.finish(py, err);
         }
@@ -115,7 +141,8 @@ impl GuardedAwaitable {
             return;
         };
         let core = &self.breaker.get().core;
-        let elapsed = core.breaker.clock().now() - self.start;
+        let start = self.start.unwrap_or_else(|| core.breaker.clock().now());
+        let elapsed = core.breaker.clock().now() - start;
         if err.is_instance_of::<PyStopIteration>(py) {
             let outcome = if core.classify.has_func() {
                 let value = err
@@ -179,11 +206,14 @@ impl GuardedAwaitable {
 
     /// Closes the coroutine; its permit is released neutrally.
     fn close(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.started = true;
         self.permit = None;
-        self.coro
-            .bind(py)
-            .call_method0(intern!(py, "close"))?
-            .into_py_any(py)
+        self.rejected = None;
+        match &self.coro {
+            Some(c) => c
+                .bind(py)
+                .call_method0(intern!(py, "close"))?
+                .into_py_any(py),
+            None => Ok(py.None()),
+        }
     }
 }

@@ -83,19 +83,38 @@ async def test_cancellation_is_neutral(make_breaker, clock):
     assert b.state == "closed"
 
 
-async def test_unawaited_call_takes_no_permit(make_breaker):
+async def test_unawaited_call_releases_its_permit(make_breaker, clock):
     b = make_breaker()
+    trip(b)
+    clock.advance(5)
 
     @b
     async def f() -> None:
         return None
 
-    aw = f()
+    aw = f()  # admitted (the probe): the permit is held by the awaitable
+    assert b.state == "half_open"
     aw.close()
     del aw
     gc.collect()
     m = b.metrics()
-    assert (m.successful, m.cancelled) == (0, 0)
+    assert (m.successful, m.cancelled) == (0, 1)
+    assert b.try_acquire().is_probe
+
+
+async def test_rejected_call_raises_when_awaited(make_breaker):
+    b = make_breaker()
+    b.force_open()
+    created = []
+
+    @b
+    async def f() -> None:
+        created.append(1)
+
+    aw = f()
+    with pytest.raises(tripline.CircuitOpenError):
+        await aw
+    assert created == []
 
 
 async def test_dropped_awaitable_releases_its_permit(make_breaker, clock):
@@ -107,8 +126,8 @@ async def test_dropped_awaitable_releases_its_permit(make_breaker, clock):
     async def waits() -> None:
         await asyncio.sleep(3600)
 
-    aw = waits()
-    fut = aw.send(None)  # first step: the probe permit is taken
+    aw = waits()  # the probe permit is taken
+    fut = aw.send(None)
     assert fut is not None and b.state == "half_open"
     del aw, fut
     gc.collect()

@@ -26,18 +26,17 @@ class CircuitOpenError(Rejected):
     Attributes: ``retry_after`` (seconds until a call may be admitted, or
     ``None`` when unknown), ``reason`` (why the breaker opened, in the
     library's words, e.g. ``"failure rate 62% ≥ 50% over 20 calls"``),
-    ``breaker`` (its name) and ``state``.
+    ``breaker`` (its name) and ``state``. The message is composed from them
+    when it is read, so raising costs no string formatting.
     """
 
-    def __init__(
-        self,
-        message: str,
-        retry_after: Optional[float] = None,
-        reason: Optional[str] = None,
-        breaker: str = "",
-        state: str = "open",
-    ) -> None:
-        super().__init__(message, retry_after, reason, breaker, state)
+    # No __init__: built as CircuitOpenError(breaker, retry_after, reason,
+    # state), BaseException stores the tuple and nothing else runs.
+
+    @property
+    def breaker(self) -> str:
+        """The name of the breaker that refused the call."""
+        return str(self.args[0]) if self.args else ""
 
     @property
     def retry_after(self) -> Optional[float]:
@@ -50,14 +49,17 @@ class CircuitOpenError(Rejected):
         return self.args[2] if len(self.args) > 2 else None
 
     @property
-    def breaker(self) -> str:
-        """The name of the breaker that refused the call."""
-        return str(self.args[3]) if len(self.args) > 3 else ""
-
-    @property
     def state(self) -> str:
         """The state that refused the call."""
-        return str(self.args[4]) if len(self.args) > 4 else "open"
+        return str(self.args[3]) if len(self.args) > 3 else "open"
+
+    def __str__(self) -> str:
+        text = f"{self.breaker}: call rejected: circuit breaker is {self.state}"
+        if self.retry_after is not None:
+            text += f" (retry after {self.retry_after:.3g}s)"
+        if self.reason:
+            text += f"; opened on {self.reason}"
+        return text
 
 
 class RegistryFullError(Rejected):
