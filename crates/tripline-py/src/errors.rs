@@ -42,7 +42,15 @@ pub(crate) fn circuit_open(
     let retry_after = rejected.retry_after().map(|d| d.as_secs_f64());
     let state = rejected.state().as_str();
     match error_class(py, &CIRCUIT_OPEN, "CircuitOpenError") {
-        Ok(class) => PyErr::from_type(class.clone(), (breaker.to_owned(), retry_after, reason.map(str::to_owned), state)),
+        Ok(class) => PyErr::from_type(
+            class.clone(),
+            (
+                breaker.to_owned(),
+                retry_after,
+                reason.map(str::to_owned),
+                state,
+            ),
+        ),
         Err(e) => e,
     }
 }

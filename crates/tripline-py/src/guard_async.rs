@@ -172,8 +172,13 @@ impl GuardedAwaitable {
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.step(py, |c| {
-            Ok(c.call_method1(intern!(c.py(), "send"), (c.py().None(),))?
-                .unbind())
+            let py = c.py();
+            let (ty, send) = coroutine_send(py)?;
+            if c.get_type().is(ty) {
+                Ok(send.call1((c, py.None()))?.unbind())
+            } else {
+                Ok(c.call_method1(intern!(py, "send"), (py.None(),))?.unbind())
+            }
         })
     }
 
