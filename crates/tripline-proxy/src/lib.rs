@@ -122,6 +122,7 @@ mod smuggling;
 mod table;
 mod tls;
 mod upstream;
+mod upstream_log;
 
 pub use proxy::{Proxy, ProxyBuilder};
 pub use reload::ReloadReport;

@@ -50,6 +50,8 @@ pub(crate) struct Inner {
     /// What the DNS refreshers follow: reloads update it (their clusters
     /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
     pub(crate) dns: crate::dns::Dns,
+    /// Rate-limits the log lines of failed upstream connections.
+    pub(crate) connect_log: crate::upstream_log::ConnectFailureLog,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -136,6 +138,7 @@ impl ProxyBuilder {
                 admin,
                 config_source,
                 dns,
+                connect_log: Default::default(),
             }),
         };
         proxy.inner.admin.follow(&proxy.inner.table.load());

@@ -55,7 +55,12 @@ impl Audit {
             "target": entry.target,
             "summary": entry.summary,
         });
-        tracing::info!(target: "tripline_proxy::audit", %value, "admin audit");
+        if entry.action.starts_with("config_") {
+            // The reload logged its own line already.
+            tracing::debug!(target: "tripline_proxy::audit", %value, "admin audit");
+        } else {
+            tracing::info!(target: "tripline_proxy::audit", %value, "admin audit");
+        }
         self.push(value);
     }
 

@@ -130,8 +130,9 @@ fn report_json(r: &ReloadReport) -> Value {
     })
 }
 
-/// After every reload attempt: audit it, and on success follow the new
-/// table's breakers and clusters for the event feed.
+/// After every reload attempt: log it (one line: what changed, or why it
+/// was refused), audit it, and on success follow the new table's breakers
+/// and clusters for the event feed.
 pub(crate) fn after_reload(
     proxy: &Proxy,
     old: &ProxyConfig,
@@ -151,9 +152,25 @@ pub(crate) fn after_reload(
                     report.restart_required.join(", ")
                 ));
             }
+            tracing::info!(
+                target: "tripline_proxy::reload",
+                source,
+                who,
+                restart_required = ?report.restart_required,
+                "config reloaded: {summary}"
+            );
             ("config_applied", summary)
         }
-        Err(e) => ("config_refused", e.to_string()),
+        Err(e) => {
+            tracing::warn!(
+                target: "tripline_proxy::reload",
+                source,
+                who,
+                error = %e,
+                "config reload refused, the last good config stays: {e}"
+            );
+            ("config_refused", e.to_string())
+        }
     };
     admin.audit.record(Entry {
         source,

@@ -269,6 +269,15 @@ pub(super) async fn send(
             Tried::ClientFault(Rejection::new(Reason::ProtocolError, Some(&route.name)))
         }
         Ok(Err(e)) => {
+            if e.is_connect() {
+                proxy.connect_log.connect_failed(
+                    route.cluster.name(),
+                    lease.endpoint().id().as_str(),
+                    &route.name,
+                    &e,
+                    route.cluster.clock().now(),
+                );
+            }
             let (reason, outcome) = if e.is_connect() {
                 (
                     Reason::UpstreamConnectFailure,

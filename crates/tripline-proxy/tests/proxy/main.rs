@@ -26,6 +26,7 @@ mod hedging;
 mod http1_answers;
 mod http1_serving;
 mod keyed_breakers;
+mod log_lines;
 mod metrics;
 mod outlier;
 mod parking;
