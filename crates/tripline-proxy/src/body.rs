@@ -9,6 +9,7 @@
 //! memory per request stays bounded whatever clients send.
 
 mod client;
+mod idle;
 mod replay;
 mod tracked;
 
@@ -16,6 +17,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 
 pub(crate) use client::{ClientUpload, watch};
+pub(crate) use idle::{ClientBodyTimedOut, give_up_when_idle};
 pub use replay::{RequestBody, read_for_replay};
 pub use tracked::{OnEnd, Tracked};
 

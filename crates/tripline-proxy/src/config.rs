@@ -164,13 +164,37 @@ pub struct ProxySection {
     /// Add `x-envoy-overloaded: true` to the proxy's own overload
     /// refusals, for clients and meshes written against Envoy.
     pub envoy_compat: bool,
+    /// The largest request head (request line and header lines) a client
+    /// may send, in bytes: every unfinished head holds up to this much
+    /// memory until `header_read_timeout`, so it bounds what a flood of
+    /// slow clients costs (HAProxy's `tune.bufsize` is 16 KiB, nginx's
+    /// `large_client_header_buffers` 8 KiB). A longer request line is
+    /// answered `414`, a longer head `431`, both labelled
+    /// `x-tripline-rejected: protocol_error`. Also the HTTP/2 header list
+    /// limit. More than 0, at most 1 MiB.
+    pub max_header_bytes: usize,
+    /// How long a request body may send nothing before the proxy gives
+    /// up on it (nginx's `client_body_timeout`, HAProxy's `timeout
+    /// client`): a stalled upload on a route without a timeout must not
+    /// hold the client's socket and the endpoint's for ever. The upstream
+    /// request is cancelled (neither the endpoint nor the route is
+    /// charged) and the client answered `408` with
+    /// `x-tripline-rejected: client_timeout` if no answer has begun.
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub client_body_timeout: Duration,
 }
+
+/// The largest `[proxy] max_header_bytes` accepted: a head larger than
+/// this is no request a service needs, and the limit is memory per
+/// connection.
+pub const MAX_HEADER_BYTES_LIMIT: usize = 1 << 20;
 
 impl Default for ProxySection {
     /// 10 s drain, 10 s header read timeout, 60 s keep-alive timeout,
     /// 1 s connect timeout, 90 s pooled idle connections, 64 per endpoint,
     /// 30 s upstream stall timeout (HAProxy's usual `timeout server`),
-    /// 1 h tunnel idle timeout.
+    /// 1 h tunnel idle timeout, 64 KiB request heads, 60 s client body
+    /// idle timeout (nginx's).
     fn default() -> Self {
         ProxySection {
             drain_timeout: Duration::from_secs(10),
@@ -182,6 +206,8 @@ impl Default for ProxySection {
             upstream_stall_timeout: Duration::from_secs(30),
             tunnel_idle_timeout: Duration::from_secs(3600),
             envoy_compat: false,
+            max_header_bytes: 64 * 1024,
+            client_body_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -275,6 +275,10 @@ async fn protected(
         *body = match read {
             Ok(Ok(b)) => b,
             Err(_) => return reject(Reason::DeadlineExceeded).response(),
+            // The client sent nothing for `client_body_timeout`.
+            Ok(Err(e)) if e.is::<crate::body::ClientBodyTimedOut>() => {
+                return reject(Reason::ClientTimeout).response();
+            }
             // The client's own body could not be read (malformed chunks,
             // or the client went away): nothing was sent upstream.
             Ok(Err(_)) => return reject(Reason::ProtocolError).response(),

@@ -32,7 +32,8 @@
 //! | UT | upstream per-try timeout | 504 | `UT` | no |
 //! | UC | upstream connection closed or reset mid-request | 502 | `UC` / `UR` | no |
 //! | NR | no route matched | 404 | `NR` | no |
-//! | DPE | malformed request: smuggling framing (`Content-Length` with `Transfer-Encoding`), two `Host` lines or an HTTP/1.1 request without one, a body that broke while sent (charged to neither endpoint nor route) | 400 | `DPE` (downstream protocol error) | no |
+//! | DPE | malformed request: smuggling framing (`Content-Length` with `Transfer-Encoding`, two `Content-Length`s that differ, one that is not a number, a `Transfer-Encoding` other than `chunked`), a control character or a malformed line in the head, two `Host` lines or an HTTP/1.1 request without one, a body that broke while sent (charged to neither endpoint nor route); a request line longer than `[proxy] max_header_bytes` is answered `414`, a longer head `431`, with the same label | 400 | `DPE` (downstream protocol error) | no |
+//! | CT | the client's body sent nothing for `[proxy] client_body_timeout` (charged to neither endpoint nor route) | 408 | `DT` (downstream timeout) | no |
 //! | DC | (access log only) the request was dropped before its answer: the client reset its HTTP/2 stream, or the drain's cut came | none (status 0 in the log) | `DC` (downstream connection termination) | no |
 //!
 //! The last column: with `[proxy] envoy_compat = true`, answers for these
@@ -44,6 +45,7 @@
 //! [`DEGRADED_HEADER`](crate::fallback::DEGRADED_HEADER)).
 
 mod envoy;
+pub(crate) mod log;
 mod response;
 
 use std::fmt;
@@ -51,8 +53,8 @@ use std::fmt;
 pub use envoy::ENVOY_OVERLOADED_HEADER;
 pub(crate) use envoy::mark_overloaded;
 pub use response::{
-    BREAKER_HEADER, CLUSTER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, ROUTE_HEADER,
-    Rejection,
+    BREAKER_HEADER, CLUSTER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER,
+    ROUTE_HEADER, Rejection,
 };
 
 /// Why the proxy answered a request itself.
@@ -86,11 +88,14 @@ pub enum Reason {
     /// missing from an HTTP/1.1 request or given twice, or a body that
     /// broke while it was being sent (malformed chunks, the client gone).
     ProtocolError,
+    /// The client's request body sent nothing for `[proxy]
+    /// client_body_timeout`: the upload was given up (answered `408`).
+    ClientTimeout,
 }
 
 impl Reason {
     /// Every reason, so metrics can create a series per flag up front.
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 13] = [
         Reason::CircuitOpen,
         Reason::HalfOpenFull,
         Reason::BulkheadFull,
@@ -103,6 +108,7 @@ impl Reason {
         Reason::UpstreamReset,
         Reason::NoRoute,
         Reason::ProtocolError,
+        Reason::ClientTimeout,
     ];
 
     /// The snake_case name sent in `x-tripline-rejected`.
@@ -120,6 +126,7 @@ impl Reason {
             Reason::UpstreamReset => "upstream_reset",
             Reason::NoRoute => "no_route",
             Reason::ProtocolError => "protocol_error",
+            Reason::ClientTimeout => "client_timeout",
         }
     }
 
@@ -138,6 +145,7 @@ impl Reason {
             Reason::UpstreamReset => "UC",
             Reason::NoRoute => "NR",
             Reason::ProtocolError => "DPE",
+            Reason::ClientTimeout => "CT",
         }
     }
 
@@ -149,6 +157,7 @@ impl Reason {
             Reason::UpstreamReset => 502,
             Reason::NoRoute => 404,
             Reason::ProtocolError => 400,
+            Reason::ClientTimeout => 408,
             _ => 503,
         }
     }

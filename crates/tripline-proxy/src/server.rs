@@ -58,6 +58,7 @@ mod connection;
 mod h1_fast;
 mod h2_resets;
 mod linger;
+mod refuse;
 
 use connection::Settings;
 

@@ -34,6 +34,9 @@ const WAITING_FOR_CLIENT: u8 = 1;
 const ARRIVED: u8 = 2;
 /// The body broke on the client's side.
 const BROKE: u8 = 3;
+/// The client sent nothing for `[proxy] client_body_timeout`: the body
+/// was given up ([`ClientBodyTimedOut`](super::ClientBodyTimedOut)).
+const TIMED_OUT: u8 = 4;
 
 /// How far the client's upload has come, as the try that sends it sees.
 #[derive(Clone, Debug, Default)]
@@ -41,8 +44,15 @@ pub(crate) struct ClientUpload(Arc<AtomicU8>);
 
 impl ClientUpload {
     /// Whether the client's body broke while it was read.
+    /// (A body given up for the client's silence broke too.)
     pub(crate) fn broke(&self) -> bool {
-        self.0.load(Ordering::Acquire) == BROKE
+        matches!(self.0.load(Ordering::Acquire), BROKE | TIMED_OUT)
+    }
+
+    /// Whether the client's body was given up because the client sent
+    /// nothing for `[proxy] client_body_timeout`.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.0.load(Ordering::Acquire) == TIMED_OUT
     }
 
     /// Whether the try is waiting for the client to send more of its
@@ -86,6 +96,7 @@ impl Body for Watched {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         let now = match &polled {
             Poll::Pending => WAITING_FOR_CLIENT,
+            Poll::Ready(Some(Err(e))) if e.is::<super::ClientBodyTimedOut>() => TIMED_OUT,
             Poll::Ready(Some(Err(_))) => BROKE,
             Poll::Ready(None) => ARRIVED,
             Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => ARRIVED,

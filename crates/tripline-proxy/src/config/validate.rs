@@ -47,6 +47,7 @@ impl ProxyConfig {
             ("proxy.keep_alive_timeout", Some(p.keep_alive_timeout)),
             ("proxy.connect_timeout", Some(p.connect_timeout)),
             ("proxy.tunnel_idle_timeout", Some(p.tunnel_idle_timeout)),
+            ("proxy.client_body_timeout", Some(p.client_body_timeout)),
         ];
         let listeners = self.listeners.iter().enumerate().flat_map(|(i, l)| {
             [
@@ -67,6 +68,16 @@ impl ProxyConfig {
             .find(|(_, d)| d.is_some_and(|d| d.is_zero()));
         if let Some((field, _)) = zero {
             return Err(ConfigError::invalid(field, "must be more than zero"));
+        }
+        if p.max_header_bytes == 0 || p.max_header_bytes > super::MAX_HEADER_BYTES_LIMIT {
+            return Err(ConfigError::invalid(
+                "proxy.max_header_bytes",
+                format!(
+                    "must be more than 0 and at most {} (1 MiB), got {}",
+                    super::MAX_HEADER_BYTES_LIMIT,
+                    p.max_header_bytes
+                ),
+            ));
         }
         // The socket option counts whole milliseconds, and 0 turns it off.
         if p.upstream_stall_timeout < Duration::from_millis(1) {

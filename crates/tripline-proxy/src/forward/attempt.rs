@@ -266,7 +266,15 @@ pub(super) async fn send(
         Ok(Err(_)) if parts.client_body.as_ref().is_some_and(ClientUpload::broke) => {
             // Dropped unrecorded: the library releases the lease neutrally.
             drop(lease);
-            Tried::ClientFault(Rejection::new(Reason::ProtocolError, Some(&route.name)))
+            let reason = match parts
+                .client_body
+                .as_ref()
+                .is_some_and(ClientUpload::timed_out)
+            {
+                true => Reason::ClientTimeout,
+                false => Reason::ProtocolError,
+            };
+            Tried::ClientFault(Rejection::new(reason, Some(&route.name)))
         }
         Ok(Err(e)) => {
             if e.is_connect() {

@@ -85,7 +85,6 @@ use crate::body::{BoxError, ProxyBody};
 use crate::config::{ListenerSection, ProxySection};
 use crate::forward::{Downstream, handle};
 use crate::proxy::Inner;
-use crate::rejection::{Reason, Rejection};
 use crate::server::h1_fast::{self, FastEnd};
 use crate::server::h2_resets::StreamResets;
 use crate::server::linger::linger;
@@ -112,6 +111,11 @@ pub(crate) struct Settings {
     /// How long an idle connection is kept: an HTTP/1 one between
     /// requests, an HTTP/2 one without an open stream.
     keep_alive_timeout: Duration,
+    /// `[proxy] max_header_bytes`: the longest request head read.
+    pub(crate) max_header_bytes: usize,
+    /// `[proxy] client_body_timeout`: how long a request body may send
+    /// nothing.
+    client_body_timeout: Duration,
 }
 
 impl Settings {
@@ -123,12 +127,19 @@ impl Settings {
             .timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout);
         let mut http2 = http2::Builder::new(TokioExecutor::new());
-        http2.timer(TokioTimer::new());
+        // HTTP/2's header list is held to the same limit as an HTTP/1 head
+        // (hyper's own default is 16 MiB).
+        let header_list = u32::try_from(proxy.max_header_bytes).unwrap_or(u32::MAX);
+        http2
+            .timer(TokioTimer::new())
+            .max_header_list_size(header_list);
         Settings {
             http1,
             http2,
             header_read_timeout,
             keep_alive_timeout: listener.keep_alive_timeout(proxy),
+            max_header_bytes: proxy.max_header_bytes,
+            client_body_timeout: proxy.client_body_timeout,
         }
     }
 }
@@ -248,11 +259,12 @@ impl Body for Answer {
 type Answering = Pin<Box<dyn Future<Output = Result<Response<Answer>, Infallible>> + Send>>;
 
 /// The service of one connection: every request goes to [`handle`],
-/// except a head the smuggling guard flagged, refused with 400.
+/// its body (if it has one) given up after `body_timeout` without a byte.
+/// (A head the smuggling guard refuses never reaches it.)
 fn service(
     inner: Arc<Inner>,
     peer: Downstream,
-    conflict: Arc<AtomicBool>,
+    body_timeout: Duration,
     activity: Arc<Activity>,
     resets: Option<Arc<StreamResets>>,
 ) -> impl Service<Request<Incoming>, Response = Response<Answer>, Error = Infallible, Future = Answering>
@@ -265,22 +277,18 @@ fn service(
         activity.started.fetch_add(1, Ordering::Relaxed);
         let finished = Finished(activity.clone());
         let unanswered = resets.as_ref().map(|r| r.watch());
-        let smuggled = conflict.load(Ordering::Acquire)
-            && req.headers().contains_key(http::header::TRANSFER_ENCODING);
-        if smuggled || closes(&req) {
+        if closes(&req) {
             activity.never_park.store(true, Ordering::Relaxed);
         }
         // Boxed: hyper keeps a slot the size of this future in every
         // connection; a pointer keeps serving connections small (see
         // benches/README.md, HTTP proxy) for one allocation per request.
         Box::pin(async move {
-            let mut response = if smuggled {
-                let response = Rejection::new(Reason::ProtocolError, None).response();
-                inner.metrics.observe(None, &response);
-                response
-            } else {
-                handle(&inner, req.map(crate::body::boxed), peer).await
-            };
+            let client = peer.peer;
+            let req = req.map(|body| {
+                crate::body::give_up_when_idle(crate::body::boxed(body), body_timeout, client)
+            });
+            let mut response = handle(&inner, req, peer).await;
             if response.status() == http::StatusCode::SWITCHING_PROTOCOLS
                 && let Some(endpoint) = response.extensions_mut().remove::<OnUpgrade>()
             {
@@ -320,9 +328,11 @@ pub(crate) async fn serve<S: Park>(
     settings: Arc<Settings>,
     mut stop: watch::Receiver<u8>,
 ) {
-    let (mut io, conflict) = Guarded::new(stream);
+    let mut io = Guarded::new(stream, settings.max_header_bytes);
     let sniffed = tokio::select! {
-        sniffed = tokio::time::timeout(settings.header_read_timeout, sniff(&mut io)) => sniffed,
+        // Unwatched: the bytes sniffed go to the bodiless loop, which
+        // parses them, or (HTTP/2) turn the watch off below.
+        sniffed = tokio::time::timeout(settings.header_read_timeout, sniff(io.unwatched())) => sniffed,
         _ = reached(&mut stop, DRAINING) => return,
     };
     let Ok(Ok(Some((h2, first)))) = sniffed else {
@@ -333,11 +343,13 @@ pub(crate) async fn serve<S: Park>(
     // The service takes its own; the bodiless loop borrows these.
     let (fast_inner, fast_peer) = (inner.clone(), peer.clone());
     if h2 {
+        // The preface: HTTP/2 frames its messages itself, nothing to watch.
+        io.watch_from_head(&first);
         let resets = Arc::new(StreamResets::default());
         let service = service(
             inner,
             peer,
-            conflict,
+            settings.client_body_timeout,
             activity.clone(),
             Some(resets.clone()),
         );
@@ -360,7 +372,13 @@ pub(crate) async fn serve<S: Park>(
             _ = reached(&mut stop, CUT) => {}
         }
     } else {
-        let service = service(inner, peer, conflict, activity.clone(), None);
+        let service = service(
+            inner,
+            peer,
+            settings.client_body_timeout,
+            activity.clone(),
+            None,
+        );
         let http1 = Http1 {
             settings: &settings,
             activity: &activity,
@@ -451,15 +469,17 @@ async fn sniff<S: AsyncRead + Unpin>(io: &mut S) -> io::Result<Option<(bool, Byt
 }
 
 /// How a hyper HTTP/1 connection ended.
+#[derive(Clone, Copy)]
 enum Ended {
     /// Idle since the instant given, and closed by the park: park it.
     Idle(Instant),
     /// Closed by hyper after its last answer, or by the drain: close it
     /// so the client can read that answer ([`linger`]).
     Closed,
-    /// Failed (a malformed request, answered 400; a timeout; a reset):
-    /// close it as [`Ended::Closed`], so the client can read the 400.
-    Failed,
+    /// Failed (a malformed request hyper answered 400 itself, `parse`;
+    /// a timeout; a reset): close it as [`Ended::Closed`], so the client
+    /// can read the 400.
+    Failed { parse: bool },
     /// Cut at the end of the drain: drop it.
     Dropped,
 }
@@ -515,7 +535,8 @@ async fn serve_http1<S, Svc>(
                 }
                 continue;
             }
-            FastEnd::Closed => return linger(&mut io, stop).await,
+            // Unwatched: a refused head's connection discards the rest.
+            FastEnd::Closed => return linger(io.unwatched(), stop).await,
             FastEnd::Dropped => return,
         }
         let replay = Replay::new(first, io, activity.clone());
@@ -536,11 +557,8 @@ async fn serve_http1<S, Svc>(
         }
         let since = match ended {
             Ended::Dropped => return,
-            Ended::Closed | Ended::Failed => {
-                let mut io = conn.into_parts().io.into_inner();
-                return linger(&mut io, stop).await;
-            }
-            Ended::Idle(since) => since,
+            Ended::Idle(since) => Some(since),
+            Ended::Closed | Ended::Failed { .. } => None,
         };
         let http1::Parts {
             io: replay,
@@ -548,8 +566,25 @@ async fn serve_http1<S, Svc>(
             service: kept,
             ..
         } = conn.into_parts();
+        let mut replay = replay.into_inner();
+        // A head the guard refused: hyper has answered what came before
+        // it and gone idle (or failed on its start); the refusal is the
+        // connection's last answer.
+        if let Some(malformed) = replay.inner.refused() {
+            let client = replay.inner.unwatched();
+            if !super::refuse::refuse(client, malformed, inner, peer).await {
+                return;
+            }
+            return linger(client, stop).await;
+        }
+        let Some(since) = since else {
+            if let Ended::Failed { parse: true } = ended {
+                super::refuse::count_refused_by_hyper(inner, peer);
+            }
+            return linger(&mut replay, stop).await;
+        };
         service = kept;
-        let (guarded, unread) = replay.into_inner().into_parts();
+        let (guarded, unread) = replay.into_parts();
         io = guarded;
         // Moved, so that an empty buffer (hyper's read buffer, kilobytes
         // of capacity) is freed here, not held while parked.
@@ -674,7 +709,9 @@ where
             return Poll::Ready(match (done, parking) {
                 (Err(e), _) => {
                     tracing::debug!(error = %e, "connection ended");
-                    Ended::Failed
+                    Ended::Failed {
+                        parse: e.is_parse() || e.is_parse_too_large(),
+                    }
                 }
                 (Ok(()), Some(since)) if !draining => Ended::Idle(since),
                 (Ok(()), _) => Ended::Closed,

@@ -13,8 +13,10 @@
 //! Everything else goes to hyper, with the bytes read so far: a request
 //! with a body or `Expect`, a `Connection` other than `keep-alive`, an
 //! `Upgrade` or `TE` header,
-//! HTTP/1.0, a non-origin-form target, a malformed or oversized head
-//! (hyper answers those with its 400 or 431). hyper then serves the
+//! HTTP/1.0, a non-origin-form target — once the smuggling guard has
+//! judged them: a malformed head, or one longer than `[proxy]
+//! max_header_bytes`, is refused here ([`refuse`](super::refuse)), never
+//! handed on. hyper then serves the
 //! connection until it is idle and parked (`connection.rs`); the next
 //! wake-up starts here again. The smuggling guard watches what hyper
 //! reads; this loop reads past it (it parses every head itself and serves
@@ -29,6 +31,20 @@
 //! a request with `TE` goes to hyper), a new request refused (the
 //! connection closed unanswered) once the drain has begun, and an
 //! in-flight one dropped at the cut.
+//!
+//! While a request waits for its answer the client's socket is watched
+//! too, as hyper's dispatcher does: a client that closes (or resets)
+//! has its request dropped — the try to the endpoint cancelled, its
+//! connection closed, the breakers told nothing (a dropped permit is
+//! neutral) — and both sockets are let go at once, instead of when the
+//! endpoint answers, if ever. Bytes arriving meanwhile are a pipelined
+//! request, kept in the buffer; the watch stops there. It is one read
+//! poll per request (the read that finds nothing would otherwise come
+//! after the answer), on the buffer the loop reads heads into.
+//!
+//! A head's buffer is given back once the head is parsed when a large
+//! head had grown it past [`KEPT_CAPACITY`]: a connection keeps no more
+//! than a small buffer between requests, whatever one head took.
 
 use std::future::{Future, poll_fn};
 use std::io::Write as _;
@@ -53,11 +69,12 @@ use crate::forward::{Downstream, handle_with_one_host};
 use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
 use crate::proxy::Inner;
 use crate::server::{CUT, LevelMoves, reached};
-use crate::smuggling::Guarded;
+use crate::smuggling::{Guarded, Malformed};
 
-/// The largest request head served here; a larger one goes to hyper,
-/// which answers it by its own limits.
-const MAX_HEAD: usize = 16 * 1024;
+/// The most buffer a connection keeps between requests: a larger one,
+/// grown for one large head, is replaced by a small one once that head
+/// is parsed.
+const KEPT_CAPACITY: usize = 16 * 1024;
 
 /// A chunk of the answer's body up to this size is written together with
 /// the head (one `write`); a larger one on its own, not copied.
@@ -93,10 +110,28 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let ended = serve_unwatched(guarded.unwatched(), first, with).await;
-    if let FastEnd::Delegate(bytes) = &ended {
-        guarded.watch_from_head(bytes);
+    let FastEnd::Delegate(bytes) = &ended else {
+        return ended;
+    };
+    match guarded.watch_from_head(bytes) {
+        None => ended,
+        // Requests pipelined ahead of the refused head are served first:
+        // hyper gets them, and the guard answers the refusal after.
+        Some((_, ahead)) if ahead > 0 => FastEnd::Delegate(bytes.slice(..ahead)),
+        Some((malformed, _)) => refused(guarded.unwatched(), malformed, with).await,
     }
-    ended
+}
+
+/// Answers a refused head and ends the loop.
+async fn refused<S: AsyncWrite + Unpin>(
+    io: &mut S,
+    malformed: Malformed,
+    with: &Serving<'_>,
+) -> FastEnd {
+    match super::refuse::refuse(io, malformed, with.inner, with.peer).await {
+        true => FastEnd::Closed,
+        false => FastEnd::Dropped,
+    }
 }
 
 /// [`serve`] on the bare connection: every head is parsed here, and
@@ -128,14 +163,16 @@ where
         let mut head_deadline = None;
         let request = loop {
             if !buf.is_empty() {
-                match parse(&mut buf, &mut spans) {
+                let limit = settings.max_header_bytes;
+                match parse(&mut buf, &mut spans, limit) {
                     Ok(request) => break request,
-                    Err(Unparsed::Partial) if buf.len() <= MAX_HEAD => {}
+                    Err(Unparsed::Partial) if buf.len() <= limit => {}
+                    // A head over the limit too: the guard refuses it.
                     Err(_) => return FastEnd::Delegate(buf.freeze()),
                 }
             }
             if buf.capacity() - buf.len() < 1024 {
-                buf.reserve(4096);
+                grow(&mut buf);
             }
             let read = if buf.is_empty() && answered {
                 // Between answers a connection waits a grace, then parks.
@@ -172,15 +209,15 @@ where
         if shutdown.draining() {
             return FastEnd::Closed;
         }
+        if buf.capacity() > KEPT_CAPACITY {
+            buf = BytesMut::from(&buf[..]);
+        }
         let no_body = request.method() == Method::HEAD;
-        let Some(response) = shutdown
-            .unless_cut(std::pin::pin!(handle_with_one_host(
-                inner,
-                request,
-                peer.clone()
-            )))
-            .await
-        else {
+        let handled = std::pin::pin!(handle_with_one_host(inner, request, peer.clone()));
+        let watched = unless_client_gone(io, &mut buf, handled);
+        let Some(Some(response)) = shutdown.unless_cut(std::pin::pin!(watched)).await else {
+            // The cut, or the client gone: the request is dropped with
+            // its try, and the connection with it.
             return FastEnd::Dropped;
         };
         match shutdown
@@ -196,6 +233,37 @@ where
         answered = true;
         last = Instant::now();
     }
+}
+
+/// Runs `answer` to its end (`Some`) unless the client closes or resets
+/// its connection first (`None`: `answer` is dropped by the caller,
+/// cancelling the request). The client's socket is read into `buf` while
+/// the answer is awaited, and only then: bytes that arrive are the next
+/// request, pipelined, and end the watch (a client still sending is not
+/// gone); when `buf` already holds some, there is nothing to watch.
+async fn unless_client_gone<S, T>(
+    io: &mut S,
+    buf: &mut BytesMut,
+    mut answer: Pin<&mut impl Future<Output = T>>,
+) -> Option<T>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut watching = buf.is_empty();
+    let mut read = std::pin::pin!(io.read_buf(buf));
+    poll_fn(|cx| {
+        if let Poll::Ready(answered) = answer.as_mut().poll(cx) {
+            return Poll::Ready(Some(answered));
+        }
+        if watching && let Poll::Ready(read) = read.as_mut().poll(cx) {
+            match read {
+                Ok(0) | Err(_) => return Poll::Ready(None),
+                Ok(_) => watching = false,
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// The answer to a head that did not arrive within the header read
@@ -287,14 +355,36 @@ enum Unparsed {
     NotHere,
 }
 
-/// The whole head of a request served here, taken out of the buffer.
-fn parse(buf: &mut BytesMut, spans: &mut Spans) -> Result<Request<ProxyBody>, Unparsed> {
+/// Makes room in `buf` for the next read: doubled while small, by a
+/// quarter once past [`KEPT_CAPACITY`], so that a large head (up to
+/// `max_header_bytes`) holds little more memory than it is long — a few
+/// copies of a rare head against twice its size for every slow client.
+fn grow(buf: &mut BytesMut) {
+    if buf.capacity() < KEPT_CAPACITY {
+        buf.reserve(4096);
+        return;
+    }
+    let mut bigger = BytesMut::with_capacity(buf.len() + buf.len() / 4);
+    bigger.extend_from_slice(buf);
+    *buf = bigger;
+}
+
+/// The whole head of a request served here, taken out of the buffer;
+/// one longer than `limit` is not (it goes to the guard, which refuses it).
+fn parse(
+    buf: &mut BytesMut,
+    spans: &mut Spans,
+    limit: usize,
+) -> Result<Request<ProxyBody>, Unparsed> {
     let mut lines = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut []);
     let (len, method, target, count) = match httparse::ParserConfig::default()
         .parse_request_with_uninit_headers(&mut request, buf, &mut lines)
     {
         Ok(httparse::Status::Complete(len)) => {
+            if len > limit {
+                return Err(Unparsed::NotHere);
+            }
             let (Some(1), Some(method), Some(path)) =
                 (request.version, request.method, request.path)
             else {
@@ -357,7 +447,7 @@ fn is_served(line: &httparse::Header<'_>) -> bool {
 
 /// Writes `response` (without a body when `no_body`: an answer to HEAD);
 /// `Ok(false)` when the connection cannot carry another request.
-async fn write_answer<S: AsyncWrite + Unpin>(
+pub(super) async fn write_answer<S: AsyncWrite + Unpin>(
     io: &mut S,
     out: &mut Vec<u8>,
     response: Response<ProxyBody>,

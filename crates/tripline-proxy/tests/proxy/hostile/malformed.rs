@@ -1,33 +1,14 @@
-//! Hostile clients: request smuggling, malformed framing, slow headers.
-//! Each is refused or cut, and the proxy keeps serving others.
+//! Request smuggling and malformed heads: refused before any parser
+//! serves them, labelled, counted and logged, on the bodiless fast path
+//! (a fresh connection's first head) and on hyper's (a head after a
+//! request with a body on the same connection).
 
 use std::net::SocketAddr;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::*;
-
-/// Sends raw bytes and reads what comes back until the proxy closes.
-async fn raw(addr: SocketAddr, request: &[u8]) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request).await.unwrap();
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut answer)).await;
-    assert!(read.is_ok(), "the proxy closes the connection");
-    String::from_utf8_lossy(&answer).into_owned()
-}
-
-/// Asserts that `answer` (to `request`) is the proxy's own 400 for a
-/// malformed request.
-fn assert_protocol_error(request: &[u8], answer: &str) {
-    let request = String::from_utf8_lossy(request);
-    assert!(answer.starts_with("HTTP/1.1 400"), "{request:?}: {answer}");
-    assert!(
-        answer.contains("x-tripline-rejected: protocol_error"),
-        "{request:?}: {answer}"
-    );
-}
+use super::*;
 
 #[tokio::test]
 async fn conflicting_length_and_chunked_framing_is_refused_with_400() {
@@ -81,90 +62,10 @@ async fn other_malformed_framing_is_refused_with_400() {
         b"GET / HTTP/1.1\r\nHost: x\r\nBad\x01Header: 1\r\n\r\n",
     ];
     for case in cases {
-        let answer = raw(addr, case).await;
-        assert!(
-            answer.starts_with("HTTP/1.1 400"),
-            "{:?}: {answer}",
-            String::from_utf8_lossy(case)
-        );
+        assert_protocol_error(case, &raw(addr, case).await);
     }
     assert_eq!(upstream.hits(), 0);
     assert_eq!(get(addr, "/").await.status, 200);
-    running.shutdown().await;
-}
-
-#[tokio::test]
-async fn oversized_heads_are_refused_with_431() {
-    let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
-    let huge_value = format!(
-        "GET / HTTP/1.1\r\nHost: x\r\nx-huge: {}\r\n\r\n",
-        "a".repeat(512 * 1024)
-    );
-    let many_names = format!(
-        "GET / HTTP/1.1\r\nHost: x\r\n{}\r\n",
-        (0..200)
-            .map(|i| format!("x-h{i}: v\r\n"))
-            .collect::<String>()
-    );
-    for (what, head) in [
-        ("one huge value", huge_value),
-        ("200 header lines", many_names),
-    ] {
-        let answer = raw(addr, head.as_bytes()).await;
-        assert!(
-            answer.starts_with("HTTP/1.1 431"),
-            "{what}: {}",
-            &answer[..answer.len().min(200)]
-        );
-    }
-    assert_eq!(upstream.hits(), 0, "no oversized head reached the upstream");
-    assert_eq!(get(addr, "/").await.status, 200);
-    running.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_client_too_slow_to_send_its_headers_is_cut_off() {
-    let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let text = with_proxy_section(
-        &config(&[upstream.addr], "", ""),
-        "header_read_timeout = \"300ms\"",
-    );
-    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
-    let mut slow = TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(BOUND, slow.read_to_end(&mut answer)).await;
-    assert!(read.is_ok(), "the slow client's connection is closed");
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert_eq!(get(addr, "/").await.status, 200);
-    drop(slow); // else the drain waits out the proxy's lingering close
-    running.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_body_sent_too_slowly_to_keep_for_retries_is_cut_at_the_deadline() {
-    let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let route = r#"retry = { attempts = 2 }"#;
-    let (proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], route, "")).await;
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = b"PUT /doc HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\ntripline-timeout-ms: 200\r\n\r\nabc";
-    stream.write_all(head).await.unwrap();
-    let mut answer = vec![0u8; 1024];
-    let n = tokio::time::timeout(BOUND, stream.read(&mut answer))
-        .await
-        .expect("answered")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer[..n]);
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(
-        answer.contains("x-tripline-rejected: deadline_exceeded"),
-        "{answer}"
-    );
-    assert_eq!(upstream.hits(), 0);
-    assert_eq!(proxy.route_budget("api").unwrap().stats().deposits, 1);
-    drop(stream); // else the drain waits out the proxy's lingering close
     running.shutdown().await;
 }
 
@@ -189,9 +90,6 @@ async fn a_request_with_two_hosts_or_an_http11_request_without_one_is_refused_wi
     assert_eq!(upstream.hits(), 1);
     running.shutdown().await;
 }
-
-/// Breakers that open after two failures in four calls.
-const TOUCHY: &str = r#"breaker = { window = { kind = "count", size = 4 }, minimum_calls = 2, failure_rate_threshold = 0.5, open_duration = "10s" }"#;
 
 /// Sends `request`, closes the sending side (the client is done or
 /// gone), and reads what comes back until the proxy closes.
@@ -234,67 +132,6 @@ async fn a_client_whose_upload_breaks_is_refused_and_the_endpoint_is_not_blamed(
 }
 
 #[tokio::test]
-async fn a_client_uploading_too_slowly_times_out_without_blaming_the_endpoint() {
-    let upstream = Upstream::start(|_| respond(200, "fine")).await;
-    let route = format!("{TOUCHY}\ntimeout = {{ per_try = \"200ms\" }}");
-    let (proxy, running, addr, _clock) =
-        start_proxy(&config(&[upstream.addr], &route, TOUCHY)).await;
-    let mut crawling = Vec::new();
-    for _ in 0..3 {
-        // Ten bytes promised, three sent, and the client goes quiet.
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        let head = b"POST /doc HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
-        stream.write_all(head).await.unwrap();
-        let mut answer = vec![0u8; 1024];
-        let n = tokio::time::timeout(BOUND, stream.read(&mut answer))
-            .await
-            .expect("answered")
-            .unwrap();
-        let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
-        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-        assert!(
-            answer.contains("x-tripline-rejected: deadline_exceeded"),
-            "{answer}"
-        );
-        crawling.push(stream);
-    }
-    let route = proxy.route_breaker("api").unwrap().metrics().calls;
-    assert_eq!((route.failed, route.ignored), (0, 3), "{route:?}");
-    let cluster = proxy.cluster("backend").unwrap();
-    let endpoint = cluster.endpoints()[0].breaker().metrics().calls;
-    assert_eq!(endpoint.failed, 0, "{endpoint:?}");
-    assert_eq!(get(addr, "/").await.status, 200);
-    drop(crawling); // else the drain waits out the proxy's lingering close
-    running.shutdown().await;
-}
-
-#[tokio::test]
-async fn an_endpoint_that_stops_reading_an_upload_is_charged_and_its_connection_closed() {
-    let stalled = unreading_upstream().await;
-    let route = format!("{TOUCHY}\ntimeout = {{ per_try = \"300ms\" }}");
-    // A drain long past the test's bound: only connections that end on
-    // their own let the proxy stop within it.
-    let text = with_proxy_section(
-        &config(&[stalled], &route, TOUCHY),
-        "drain_timeout = \"60s\"",
-    );
-    let (proxy, running, addr, _clock) = start_proxy(&text).await;
-    let answer = upload_and_read_answer(addr, 64 << 20).await;
-    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
-    assert!(answer.contains("x-tripline-flag: UT"), "{answer}");
-    let cluster = proxy.cluster("backend").unwrap();
-    let calls = cluster.endpoints()[0].breaker().metrics().calls;
-    assert_eq!(calls.failed, 1, "{calls:?}");
-    // The abandoned try's connection was closed, not left flushing into
-    // the stalled endpoint (which would hold the drain to its timeout).
-    let drained = tokio::time::timeout(BOUND, running.shutdown()).await;
-    assert!(
-        drained.is_ok(),
-        "the drain waited on the stalled connection"
-    );
-}
-
-#[tokio::test]
 async fn the_400_for_a_malformed_head_reaches_a_client_that_sent_more_after_it() {
     let upstream = Upstream::start(|_| respond(200, "fine")).await;
     let (_proxy, running, addr, _clock) = start_proxy(&config(&[upstream.addr], "", "")).await;
@@ -314,8 +151,133 @@ async fn the_400_for_a_malformed_head_reaches_a_client_that_sent_more_after_it()
             .expect("the proxy closes the connection");
         let answer = String::from_utf8_lossy(&answer);
         assert!(read.is_ok(), "closed, not reset: {read:?} after {answer:?}");
-        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert_protocol_error(head, &answer);
     }
     assert_eq!(upstream.hits(), 0);
+    running.shutdown().await;
+}
+
+/// The malformed heads of the hostile run, and the framing HAProxy
+/// refuses: each its own connection's first head.
+const MALFORMED: [&[u8]; 9] = [
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nX-Nul: a\0b\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n",
+];
+
+#[tokio::test]
+async fn every_malformed_head_is_refused_labelled_counted_and_logged() {
+    let (logs, _guard) = capture_logs();
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&config_with_admin(upstream.addr, "", "")).await;
+    let admin = running.admin_addr().unwrap();
+    let before = unrouted_refusals(admin).await;
+    for case in MALFORMED {
+        assert_protocol_error(case, &raw(addr, case).await);
+    }
+    let after = unrouted_refusals(admin).await;
+    let n = MALFORMED.len() as f64;
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (n, n),
+        "4xx and DPE counted"
+    );
+    assert_eq!(upstream.hits(), 0, "none reached the upstream");
+    // Lines are rate-limited process-wide, and other tests refuse
+    // requests too: this second's may be spent. One more refusal at a
+    // time until a line is written (the next second's, at the latest).
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !logged(&logs).contains("(400 protocol_error)") {
+        assert!(tokio::time::Instant::now() < deadline, "nothing logged");
+        raw(addr, MALFORMED[0]).await;
+    }
+    let logged = logged(&logs);
+    assert!(
+        logged.contains("refused a request from 127.0.0.1:"),
+        "{logged}"
+    );
+    assert_eq!(get(addr, "/").await.status, 200);
+    running.shutdown().await;
+}
+
+/// Sends `request` on `stream` and reads one answer whose body is
+/// `content-length` long.
+async fn exchange(stream: &mut TcpStream, request: &[u8]) -> String {
+    stream.write_all(request).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+            if seen.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(BOUND, stream.read(&mut buf))
+            .await
+            .expect("answered")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the answer: {text:?}",
+            text = String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_head_after_a_request_with_a_body_is_refused_on_hypers_path_too() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&config_with_admin(upstream.addr, "", "")).await;
+    let admin = running.admin_addr().unwrap();
+    let before = unrouted_refusals(admin).await;
+    let post = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+    for case in MALFORMED {
+        // A request with a body puts the connection in hyper's hands;
+        // the next head, on the same connection, is hyper's to read.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert!(
+            exchange(&mut stream, post)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        stream.write_all(case).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(BOUND, stream.read_to_end(&mut answer))
+            .await
+            .expect("the proxy closes the connection")
+            .unwrap();
+        assert_protocol_error(case, &String::from_utf8_lossy(&answer));
+        // Pipelined behind it in one write: the request before the
+        // malformed head is answered, then the refusal.
+        let mut both = post.to_vec();
+        both.extend_from_slice(case);
+        let answer = raw(addr, &both).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let refusal = &answer[answer.find("HTTP/1.1 400").expect("refused after")..];
+        assert_protocol_error(case, refusal);
+    }
+    let after = unrouted_refusals(admin).await;
+    let n = 2.0 * MALFORMED.len() as f64;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (n, n));
+    assert_eq!(upstream.hits(), 2 * MALFORMED.len());
+    assert_eq!(get(addr, "/").await.status, 200);
     running.shutdown().await;
 }
