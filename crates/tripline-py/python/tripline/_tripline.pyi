@@ -1,0 +1,210 @@
+"""Type stubs of the native module (`tripline._tripline`)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from types import TracebackType
+from typing import Any, Callable, Coroutine, Generator, Mapping, Optional, TypeVar, Union, overload
+
+from typing_extensions import Literal, ParamSpec
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: A duration: a `timedelta`, seconds, or config text such as ``"5s"``.
+Duration = Union[datetime.timedelta, int, float, str]
+State = Literal["closed", "open", "half_open", "forced_open", "disabled", "metrics_only"]
+OutcomeName = Literal["success", "failure", "ignored"]
+ExceptionTypes = Union[type[BaseException], tuple[type[BaseException], ...]]
+Classifier = Callable[[Any], Optional[OutcomeName]]
+
+class ManualClock:
+    """A virtual clock for tests: time moves only when `advance` is called."""
+
+    def __init__(self) -> None: ...
+    def advance(self, duration: Duration) -> None:
+        """Moves time forward by `duration`."""
+    @property
+    def now(self) -> float:
+        """The current reading, in seconds since the clock's epoch."""
+
+class Event:
+    """An event of a breaker; `str(event)` is the library's explanation."""
+
+    @property
+    def breaker(self) -> str: ...
+    @property
+    def kind(self) -> Literal["transition", "would_trip", "open_deadline_changed", "window_reset", "config_changed", "other"]: ...
+    @property
+    def from_state(self) -> Optional[State]: ...
+    @property
+    def to_state(self) -> Optional[State]: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    def as_dict(self) -> dict[str, Any]: ...
+
+class Metrics:
+    """A snapshot of one breaker's state and cumulative counters."""
+
+    name: str
+    state: State
+    generation: int
+    probe_due: bool
+    window_calls: int
+    window_failures: int
+    window_slow: int
+    failure_rate: float
+    slow_call_rate: float
+    successful: int
+    failed: int
+    slow: int
+    ignored: int
+    rejected: int
+    cancelled: int
+    late: int
+    probes_in_flight: int
+    config_version: int
+    def as_dict(self) -> dict[str, Any]: ...
+
+class Permit:
+    """Permission for one call; record its outcome once, or release it."""
+
+    def record(
+        self,
+        success: Optional[bool] = None,
+        *,
+        outcome: Optional[OutcomeName] = None,
+        duration: Optional[Duration] = None,
+    ) -> None: ...
+    def release(self) -> None: ...
+    @property
+    def is_probe(self) -> bool: ...
+    @property
+    def settled(self) -> bool: ...
+
+class Guarded:
+    """A `def` decorated with a breaker."""
+
+    breaker: CircuitBreaker
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+class AsyncGuarded:
+    """An `async def` decorated with a breaker."""
+
+    breaker: CircuitBreaker
+    def __call__(self, *args: Any, **kwargs: Any) -> GuardedAwaitable: ...
+
+class GuardedAwaitable:
+    """One awaited call of a guarded `async def` (a coroutine)."""
+
+    def __await__(self) -> Generator[Any, None, Any]: ...
+    def send(self, value: Any) -> Any: ...
+    def throw(self, typ: Any, val: Any = ..., tb: Any = ...) -> Any: ...
+    def close(self) -> None: ...
+
+class CircuitBreaker:
+    """A circuit breaker over the Rust library's breaker.
+
+    Keyword arguments are the config-file vocabulary: ``window``,
+    ``minimum_calls``, ``failure_rate_threshold``, ``slow_call_duration``,
+    ``slow_call_rate_threshold``, ``open_duration``, ``half_open``,
+    ``max_half_open_duration``, ``expected_calls_per_second``,
+    ``min_state_duration``, ``cooldown``, ``warm_up``, ``slow_call``,
+    ``slow_probe_factor``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock: Optional[ManualClock] = None,
+        failure_exceptions: Optional[ExceptionTypes] = None,
+        ignore_exceptions: Optional[ExceptionTypes] = None,
+        classify: Optional[Classifier] = None,
+        **config: Any,
+    ) -> None: ...
+    @staticmethod
+    def from_dict(
+        data: Mapping[str, Any],
+        *,
+        name: Optional[str] = None,
+        clock: Optional[ManualClock] = None,
+        failure_exceptions: Optional[ExceptionTypes] = None,
+        ignore_exceptions: Optional[ExceptionTypes] = None,
+        classify: Optional[Classifier] = None,
+    ) -> CircuitBreaker: ...
+    @staticmethod
+    def from_file(
+        path: Union[str, os.PathLike[str]],
+        *,
+        clock: Optional[ManualClock] = None,
+        failure_exceptions: Optional[ExceptionTypes] = None,
+        ignore_exceptions: Optional[ExceptionTypes] = None,
+        classify: Optional[Classifier] = None,
+    ) -> CircuitBreaker: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def state(self) -> State: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    def metrics(self) -> Metrics: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def force_open(self) -> None: ...
+    def disable(self) -> None: ...
+    def metrics_only(self) -> None: ...
+    def reset(self) -> None: ...
+    def open_for(self, duration: Duration) -> None: ...
+    def reconfigure(self, **config: Any) -> None: ...
+    def on_event(self, callback: Callable[[Event], object]) -> Callable[[Event], object]: ...
+    @overload
+    def __call__(self, func: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    @overload
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
+    @overload
+    def call(self, func: Callable[P, Coroutine[Any, Any, R]], /, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]: ...
+    @overload
+    def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    def try_acquire(self) -> Permit: ...
+    def __enter__(self) -> Permit: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+    async def __aenter__(self) -> Permit: ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+
+class BreakerRegistry:
+    """A family of breakers, one per key, bounded by ``max_breakers``."""
+
+    def __init__(
+        self,
+        family: str,
+        *,
+        max_breakers: int = 10000,
+        overflow: Literal["shared_overflow", "reject"] = "shared_overflow",
+        idle_ttl: Optional[Duration] = None,
+        clock: Optional[ManualClock] = None,
+        failure_exceptions: Optional[ExceptionTypes] = None,
+        ignore_exceptions: Optional[ExceptionTypes] = None,
+        classify: Optional[Classifier] = None,
+        **config: Any,
+    ) -> None: ...
+    def get(self, key: str) -> CircuitBreaker: ...
+    def __getitem__(self, key: str) -> CircuitBreaker: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __len__(self) -> int: ...
+    def remove(self, key: str) -> bool: ...
+    def evict_idle(self) -> int: ...
+    def keys(self) -> list[str]: ...
+    def metrics(self) -> dict[str, Metrics]: ...
+    @property
+    def family(self) -> str: ...
