@@ -367,8 +367,12 @@ impl Finish {
             bulkhead,
             start,
         } = self;
-        // `None`: no verdict on the route (the client's own body broke, or
-        // the try's time ran out waiting for it).
+        // `None`: no verdict on the route, booked as ignored (the client's
+        // own body broke, or the try's time ran out waiting for it; or the
+        // proxy refused its own try: no endpoint could take it, or no time
+        // was left — the failures behind an `NH` reached the route breaker
+        // already, as the answers of the tries that opened the endpoints'
+        // breakers).
         let settle_route = move |outcome: Option<EndpointOutcome>| {
             if let Some(permit) = route_permit {
                 let outcome = match outcome {
