@@ -25,7 +25,10 @@ pub(crate) struct Classify {
 
 /// `value` as an exception class or a tuple of them, or a `TypeError`
 /// naming `field`.
-fn exception_types(value: Option<Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Py<PyAny>>> {
+pub(crate) fn exception_types_opt(
+    value: Option<Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<Py<PyAny>>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
@@ -48,6 +51,12 @@ fn exception_types(value: Option<Bound<'_, PyAny>>, field: &str) -> PyResult<Opt
     Ok(Some(value.unbind()))
 }
 
+/// `value` as an exception class or a tuple of them, or a `TypeError`.
+pub(crate) fn exception_types(value: Bound<'_, PyAny>, field: &str) -> PyResult<Py<PyAny>> {
+    exception_types_opt(Some(value), field)?
+        .ok_or_else(|| PyTypeError::new_err(format!("`{field}` must not be None")))
+}
+
 impl Classify {
     /// Rules from the keyword arguments of the same names.
     pub(crate) fn new(
@@ -62,8 +71,8 @@ impl Classify {
             ));
         }
         Ok(Classify {
-            failure: exception_types(failure, "failure_exceptions")?,
-            ignore: exception_types(ignore, "ignore_exceptions")?,
+            failure: exception_types_opt(failure, "failure_exceptions")?,
+            ignore: exception_types_opt(ignore, "ignore_exceptions")?,
             func: func.map(Bound::unbind),
         })
     }

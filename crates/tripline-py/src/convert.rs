@@ -31,6 +31,11 @@ const DURATION_KEYS: &[&str] = &[
     "base",
     "max_delay",
     "initial_delay",
+    "delay",
+    "max_wait",
+    "per_attempt",
+    "overall",
+    "window",
 ];
 
 /// A Python duration — `timedelta`, seconds as a number, or the config

@@ -23,6 +23,7 @@ mod guard;
 mod guard_async;
 mod metrics;
 mod permit;
+mod pipeline;
 mod registry;
 
 use pyo3::prelude::*;
@@ -40,5 +41,6 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event::Event>()?;
     m.add_class::<metrics::Metrics>()?;
     m.add_class::<registry::BreakerRegistry>()?;
+    m.add_class::<pipeline::Pipeline>()?;
     Ok(())
 }

@@ -6,7 +6,16 @@ probe) is made by the same code as in Rust. See the package README.
 
 from __future__ import annotations
 
-from ._errors import CircuitOpenError, Rejected, RegistryFullError
+from typing import Any
+
+from ._errors import (
+    AttemptTimeoutError,
+    BulkheadFullError,
+    CircuitOpenError,
+    DeadlineExceededError,
+    Rejected,
+    RegistryFullError,
+)
 from ._tripline import (
     AsyncGuarded,
     BreakerRegistry,
@@ -17,10 +26,16 @@ from ._tripline import (
     ManualClock,
     Metrics,
     Permit,
+    Pipeline,
 )
 
 __all__ = [
     "AsyncGuarded",
+    "AttemptTimeoutError",
+    "BulkheadFullError",
+    "DeadlineExceededError",
+    "Pipeline",
+    "pipeline",
     "BreakerRegistry",
     "CircuitBreaker",
     "CircuitOpenError",
@@ -33,3 +48,10 @@ __all__ = [
     "Rejected",
     "RegistryFullError",
 ]
+
+
+def pipeline(**policies: Any) -> Pipeline:
+    """Composes policies around calls in the one safe order (fallback →
+    overall deadline → retry with budget → breaker → bulkhead →
+    per-attempt timeout → call); keyword arguments as `Pipeline`'s."""
+    return Pipeline(**policies)

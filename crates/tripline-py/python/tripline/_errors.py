@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["Rejected", "CircuitOpenError", "RegistryFullError"]
+__all__ = [
+    "Rejected",
+    "CircuitOpenError",
+    "RegistryFullError",
+    "BulkheadFullError",
+    "DeadlineExceededError",
+    "AttemptTimeoutError",
+]
 
 
 class Rejected(Exception):
@@ -65,3 +72,17 @@ class CircuitOpenError(Rejected):
 class RegistryFullError(Rejected):
     """A `BreakerRegistry` with ``overflow="reject"`` holds ``max_breakers``
     breakers and refused to create one for a new key."""
+
+
+class BulkheadFullError(Rejected):
+    """A pipeline's bulkhead had no free slot (and no queue room) for the
+    call: refused locally, never counted against the dependency."""
+
+
+class DeadlineExceededError(Rejected, TimeoutError):
+    """The call's overall deadline left too little time to try (again)."""
+
+
+class AttemptTimeoutError(TimeoutError):
+    """An attempt ran longer than the pipeline's per-attempt timeout; the
+    breaker and the retry saw it as a failure."""

@@ -208,3 +208,24 @@ class BreakerRegistry:
     def metrics(self) -> dict[str, Metrics]: ...
     @property
     def family(self) -> str: ...
+
+class Pipeline:
+    """Policies composed around calls, in the library's one safe order:
+    fallback → overall deadline → retry (with budget) → circuit breaker →
+    bulkhead → per-attempt timeout → call."""
+
+    def __init__(
+        self,
+        *,
+        breaker: Optional[CircuitBreaker] = None,
+        retry: Optional[Mapping[str, Any]] = None,
+        budget: Optional[Mapping[str, Any]] = None,
+        bulkhead: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[Mapping[str, Any]] = None,
+        fallback: Optional[Callable[[BaseException], Any]] = None,
+        retry_exceptions: Optional[ExceptionTypes] = None,
+        clock: Optional[ManualClock] = None,
+        seed: Optional[int] = None,
+    ) -> None: ...
+    def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
