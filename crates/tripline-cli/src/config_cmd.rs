@@ -6,10 +6,13 @@
 //!   current rollout, and its last refusal — how far a rollout has reached.
 //! - `push FILE` validates a document exactly as every instance will,
 //!   and writes it only if it passes: a typo is caught here, not refused
-//!   by the whole fleet.
+//!   by the whole fleet. `--dry-run` prints what it would change (a table
+//!   patches each instance's own config: see [`dry_run`]) and writes nothing.
 //! - `rollback --revision R` pushes again the document etcd held at
 //!   revision R (etcd keeps history until compaction), so the whole fleet
 //!   rolls back, audited as a new change.
+
+mod dry_run;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,6 +45,9 @@ enum ConfigAction {
     Push {
         /// The document.
         file: PathBuf,
+        /// Print the effective change per kind of instance; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Push again the document etcd held at an earlier revision.
     Rollback {
@@ -60,7 +66,9 @@ pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
     runtime.block_on(async {
         match &args.action {
             ConfigAction::Status => status(&gateway, &args.prefix).await,
-            ConfigAction::Push { file } => push(&gateway, &args.prefix, file).await,
+            ConfigAction::Push { file, dry_run } => {
+                push(&gateway, &args.prefix, file, *dry_run).await
+            }
             ConfigAction::Rollback { revision } => {
                 rollback(&gateway, &args.prefix, *revision).await
             }
@@ -116,7 +124,12 @@ fn version_range(fleet: &[tripline_config::InstanceStatus]) -> String {
     }
 }
 
-async fn push(gateway: &Gateway, prefix: &str, file: &PathBuf) -> Result<(), CliError> {
+async fn push(
+    gateway: &Gateway,
+    prefix: &str,
+    file: &PathBuf,
+    dry_run: bool,
+) -> Result<(), CliError> {
     let path = file.display();
     let bytes = std::fs::read(file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
     let (doc, warnings) = Document::parse_and_validate(&bytes)
@@ -126,6 +139,18 @@ async fn push(gateway: &Gateway, prefix: &str, file: &PathBuf) -> Result<(), Cli
             "warning: breaker {:?}: `{}` {}",
             w.breaker, w.field, w.message
         );
+    }
+    if dry_run {
+        let current = document_at(gateway, prefix, 0)
+            .await
+            .map_err(|e| CliError::other(e.to_string()))?;
+        // A current document that no longer parses is shown as none.
+        let current = current.and_then(|b| Document::parse(&b).ok());
+        for line in dry_run::report(current.as_ref(), &doc) {
+            println!("{line}");
+        }
+        println!("dry run: nothing written to {prefix}/config");
+        return Ok(());
     }
     let revision = push_document(gateway, prefix, &bytes)
         .await

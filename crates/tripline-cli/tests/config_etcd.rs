@@ -120,3 +120,47 @@ fn config_push_status_and_rollback_drive_a_running_instance() {
         out.stderr
     );
 }
+
+#[test]
+fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let endpoint = etcd.endpoint();
+    let gateway = etcd.gateway();
+    let dir = Dir::new();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
+        all.extend_from_slice(args);
+        tripline(all)
+    };
+    let first = dir.write("first.toml", &breaker(10));
+    assert_eq!(cli(&["push", first.to_str().unwrap()]).status, 0);
+    let before = runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap();
+
+    let one_field = dir.write(
+        "one.toml",
+        "[[breaker]]\nname = \"payments\"\nfailure_rate_threshold = 0.2\n",
+    );
+    let out = cli(&["push", "--dry-run", one_field.to_str().unwrap()]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.text();
+    // Every instance: the named field changes; minimum_calls goes back to
+    // the instance's own value; nothing else is touched.
+    assert!(
+        text.contains("payments.failure_rate_threshold: own → 0.2"),
+        "{text}"
+    );
+    assert!(text.contains("payments.minimum_calls: 10 → own"), "{text}");
+    // On the library's defaults: the effective values.
+    assert!(
+        text.contains("payments.failure_rate_threshold: 0.5 → 0.2"),
+        "{text}"
+    );
+    assert!(text.contains("payments.minimum_calls: 10 → 20"), "{text}");
+    assert!(!text.contains("window"), "{text}");
+    assert!(text.contains("nothing written"), "{text}");
+    assert_eq!(
+        runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap(),
+        before
+    );
+}

@@ -149,10 +149,10 @@ struct Core {
     canary: bool,
     last_error: Option<String>,
     fleet: Option<TrafficSample>,
-    /// The last config installed by a document for each breaker name,
-    /// whatever the source: what [`Applier::adopt_breaker`] gives a
+    /// The last table a document installed for each breaker name,
+    /// whatever the source: what [`Applier::adopt_breaker`] lays on a
     /// breaker rebuilt by its owner, so pushed parameters outlive it.
-    pushed: BTreeMap<String, tripline::CircuitBreakerConfig>,
+    pushed: BTreeMap<String, crate::document::BreakerTable>,
     /// Which version (source, revision) installed each `pushed` config:
     /// what [`Applier::managed_status`] reports per breaker.
     pushed_at: BTreeMap<String, PushedAt>,
@@ -170,7 +170,7 @@ impl Applier {
     /// see [`apply_document`](Self::apply_document).
     pub fn apply(&self, bytes: &[u8], origin: Origin) -> Result<AuditRecord, ApplyError> {
         self.with_core(|this, core| match Document::parse_and_validate(bytes) {
-            Ok((doc, warnings)) => this.accept(core, doc, warnings, origin),
+            Ok((doc, _)) => this.accept(core, doc, origin),
             Err(e) => Err(this.refuse(core, &origin, e)),
         })
     }
@@ -179,7 +179,7 @@ impl Applier {
     /// rollout — or refuses it whole. Returns the audit record made.
     pub fn apply_document(&self, doc: Document, origin: Origin) -> Result<AuditRecord, ApplyError> {
         self.with_core(|this, core| match doc.validate() {
-            Ok(warnings) => this.accept(core, doc, warnings, origin),
+            Ok(_) => this.accept(core, doc, origin),
             Err(e) => Err(this.refuse(core, &origin, e)),
         })
     }

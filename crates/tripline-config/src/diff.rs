@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tripline::CircuitBreakerConfig;
 
+use crate::document::Document;
+
 /// One field of one breaker that a change touched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldChange {
@@ -90,5 +92,66 @@ fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
         other => {
             out.insert(prefix.to_owned(), other.to_string());
         }
+    }
+}
+
+/// What pushing `new` over `old` changes, table field by table field, for
+/// any instance: `None` on either side stands for the instance's own value
+/// (its file's, or the library's default), which the document does not
+/// name. A breaker `new` adds shows the fields it names; one it drops
+/// shows `"*"` with `new = None` (its breaker keeps running on what the
+/// last document gave it until a reload or restart).
+///
+/// ```
+/// use tripline_config::{Document, diff_documents};
+///
+/// let old = Document::parse(b"[[breaker]]\nname = \"p\"\nminimum_calls = 5\n").unwrap();
+/// let new = Document::parse(b"[[breaker]]\nname = \"p\"\nfailure_rate_threshold = 0.2\n").unwrap();
+/// let changes = diff_documents(Some(&old), &new);
+/// let seen: Vec<_> = changes.iter()
+///     .map(|c| (c.field.as_str(), c.old.as_deref(), c.new.as_deref())).collect();
+/// assert_eq!(seen, [("failure_rate_threshold", None, Some("0.2")), ("minimum_calls", Some("5"), None)]);
+/// ```
+pub fn diff_documents(old: Option<&Document>, new: &Document) -> Vec<FieldChange> {
+    let mut changes = Vec::new();
+    for table in &new.breakers {
+        let before = old.and_then(|d| d.breaker(&table.name));
+        let mut fields: Vec<&String> = table
+            .fields
+            .keys()
+            .chain(before.into_iter().flat_map(|b| b.fields.keys()))
+            .collect();
+        fields.sort();
+        fields.dedup();
+        for field in fields {
+            let was = before.and_then(|b| b.fields.get(field)).map(show);
+            let now = table.fields.get(field).map(show);
+            if was != now {
+                changes.push(FieldChange {
+                    breaker: table.name.clone(),
+                    field: field.clone(),
+                    old: was,
+                    new: now,
+                });
+            }
+        }
+    }
+    for gone in old.into_iter().flat_map(|d| &d.breakers) {
+        if new.breaker(&gone.name).is_none() {
+            changes.push(FieldChange {
+                breaker: gone.name.clone(),
+                field: "*".into(),
+                old: Some("named".into()),
+                new: None,
+            });
+        }
+    }
+    changes
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }

@@ -7,6 +7,8 @@
 //! more than [`MAX_DOCUMENT_BYTES`], bytes that are not UTF-8 — with an
 //! error rather than a crash, and names the breaker and field at fault.
 
+mod table;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -14,12 +16,16 @@ use serde::{Deserialize, Serialize};
 use tripline::{CircuitBreakerConfig, ConfigWarning};
 
 use crate::rollout::Rollout;
+pub use table::BreakerTable;
 
 /// Largest document accepted, in bytes: far above any real breaker set,
 /// far below what would hurt a process that reads it whole.
 pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
 
-/// A set of named breaker configs, applied as one.
+/// A set of named breaker tables, applied as one. Each table patches: it
+/// changes the fields it names on top of the config the instance started
+/// with, and leaves every other field as that config set it (see
+/// [`BreakerTable`]).
 ///
 /// TOML (a JSON object with the same keys works too):
 ///
@@ -43,14 +49,16 @@ pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
 /// "#).unwrap();
 /// assert_eq!(doc.breakers.len(), 2);
 /// assert!(doc.validate().unwrap().is_empty());
+/// // Only the fields named: `inventory` keeps its base's thresholds.
+/// assert_eq!(doc.breakers[1].fields.keys().collect::<Vec<_>>(), ["window"]);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Document {
-    /// One table per breaker, each a full [`CircuitBreakerConfig`] keyed by
-    /// its `name` — the same tables a breaker config file holds.
+    /// One table per breaker, keyed by its `name`, in the vocabulary of a
+    /// breaker config file; each names only the fields it changes.
     #[serde(rename = "breaker", default)]
-    pub breakers: Vec<CircuitBreakerConfig>,
+    pub breakers: Vec<BreakerTable>,
     /// Run the change in shadow, then on a share of the fleet, before it
     /// counts as done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,11 +152,24 @@ impl Document {
         let text = std::str::from_utf8(bytes).map_err(|e| DocumentError::NotUtf8 {
             offset: e.valid_up_to(),
         })?;
-        if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| DocumentError::Syntax(e.to_string()))
-        } else {
-            toml::from_str(text).map_err(|e| DocumentError::Syntax(e.to_string()))
+        let json = text.trim_start().starts_with('{');
+        let mut doc: Document = read(text, json)?;
+        // The same text read as typed configs names a field's wrong type
+        // or a typo with its line; its values are the tables' canonical form.
+        let typed: TypedTables = read(text, json)?;
+        for (table, config) in doc.breakers.iter_mut().zip(&typed.breakers) {
+            if let Some((field, _)) = table.fields.iter().find(|(_, v)| v.is_null()) {
+                return Err(DocumentError::Invalid {
+                    breaker: table.name.clone(),
+                    field: field.clone(),
+                    constraint:
+                        "must not be null: leave the field out to keep the instance's own value"
+                            .into(),
+                });
+            }
+            table.normalise(config);
         }
+        Ok(doc)
     }
 
     /// Parses and validates: what every source does before anything changes.
@@ -160,25 +181,27 @@ impl Document {
         Ok((doc, warnings))
     }
 
-    /// Validates every breaker and the rollout plan; the first hard error
-    /// refuses the whole document, soft ones come back as warnings.
+    /// Validates every table on the library's defaults (what an applier
+    /// that builds the breaker itself runs) and the rollout plan; the first
+    /// hard error refuses the whole document, soft ones come back as
+    /// warnings. An applier validates each table again on the config its
+    /// own breaker started with ([`BreakerTable::resolve`]).
     pub fn validate(&self) -> Result<Vec<DocumentWarning>, DocumentError> {
         let mut names = BTreeSet::new();
         let mut warnings = Vec::new();
-        for config in &self.breakers {
-            let found = config.validate().map_err(|e| DocumentError::Invalid {
-                breaker: config.name.clone(),
-                field: e.field,
-                constraint: e.constraint,
-            })?;
-            if !names.insert(config.name.as_str()) {
-                return Err(DocumentError::Duplicate(config.name.clone()));
+        for table in &self.breakers {
+            if table.name.is_empty() {
+                return Err(DocumentError::Invalid {
+                    breaker: String::new(),
+                    field: "name".into(),
+                    constraint: "must not be empty".into(),
+                });
             }
-            warnings.extend(found.into_iter().map(|w: ConfigWarning| DocumentWarning {
-                breaker: config.name.clone(),
-                field: w.field,
-                message: w.message,
-            }));
+            let (_, found) = table.resolve(&table.default_base())?;
+            if !names.insert(table.name.as_str()) {
+                return Err(DocumentError::Duplicate(table.name.clone()));
+            }
+            warnings.extend(warnings_of(&table.name, found));
         }
         if let Some(rollout) = &self.rollout {
             rollout.validate()?;
@@ -186,8 +209,8 @@ impl Document {
         Ok(warnings)
     }
 
-    /// The config of breaker `name`, if the document has one.
-    pub fn breaker(&self, name: &str) -> Option<&CircuitBreakerConfig> {
+    /// The table of breaker `name`, if the document has one.
+    pub fn breaker(&self, name: &str) -> Option<&BreakerTable> {
         self.breakers.iter().find(|c| c.name == name)
     }
 
@@ -195,6 +218,34 @@ impl Document {
     pub fn to_toml(&self) -> Result<String, DocumentError> {
         toml::to_string(self).map_err(|e| DocumentError::Syntax(e.to_string()))
     }
+}
+
+/// A document's breaker tables read as whole typed configs: only to name
+/// a wrong field with its line, and to normalise the tables' values.
+#[derive(Deserialize)]
+struct TypedTables {
+    #[serde(rename = "breaker", default)]
+    breakers: Vec<CircuitBreakerConfig>,
+}
+
+fn read<T: serde::de::DeserializeOwned>(text: &str, json: bool) -> Result<T, DocumentError> {
+    if json {
+        serde_json::from_str(text).map_err(|e| DocumentError::Syntax(e.to_string()))
+    } else {
+        toml::from_str(text).map_err(|e| DocumentError::Syntax(e.to_string()))
+    }
+}
+
+/// A breaker's validation warnings, as the audit log keeps them.
+pub(crate) fn warnings_of(breaker: &str, found: Vec<ConfigWarning>) -> Vec<DocumentWarning> {
+    found
+        .into_iter()
+        .map(|w| DocumentWarning {
+            breaker: breaker.to_owned(),
+            field: w.field,
+            message: w.message,
+        })
+        .collect()
 }
 
 /// Refuses a zero duration where one would make a rollout step meaningless.

@@ -5,8 +5,10 @@
 //! # Pieces
 //!
 //! - [`Document`]: the breakers' configs in the library's own vocabulary
-//!   (`[[breaker]]` tables of [`tripline::CircuitBreakerConfig`]), plus an
-//!   optional [`Rollout`] and `author`/`comment`.
+//!   (`[[breaker]]` tables of [`tripline::CircuitBreakerConfig`] fields,
+//!   each a [`BreakerTable`] that patches the fields it names on top of
+//!   the instance's own config), plus an optional [`Rollout`] and
+//!   `author`/`comment`.
 //! - [`Applier`]: owns named breakers (and `BreakerRegistry` families)
 //!   and applies documents — accepted or refused whole, never rule by
 //!   rule — with an [`AuditLog`],
@@ -48,8 +50,8 @@ pub use applier::{
     RolloutPhase,
 };
 pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
-pub use diff::{FieldChange, diff_configs};
-pub use document::{Document, DocumentError, DocumentWarning, MAX_DOCUMENT_BYTES};
+pub use diff::{FieldChange, diff_configs, diff_documents};
+pub use document::{BreakerTable, Document, DocumentError, DocumentWarning, MAX_DOCUMENT_BYTES};
 pub use etcd::{EtcdOptions, EtcdSource};
 
 pub use file::FileSource;

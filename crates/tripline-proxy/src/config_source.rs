@@ -10,19 +10,19 @@
 //! | a route's keyed breakers (`breaker_key`) | a registry family | the family, i.e. the route's breaker name: every key's breaker follows |
 //! | a cluster's endpoint breakers | a registry family | the cluster's `breaker.name`, else the cluster's name: every endpoint's breaker follows |
 //!
-//! A pushed table is a whole [`CircuitBreakerConfig`](tripline::CircuitBreakerConfig):
-//! fields it leaves out take the library's defaults, not the proxy file's.
-//! A table naming no breaker of the proxy makes a breaker of the applier's
+//! A pushed table patches: it changes the fields it names and leaves every
+//! other field as the proxy file sets it (see
+//! [`BreakerTable`](tripline_config::BreakerTable)). A table naming no breaker of the proxy makes a breaker of the applier's
 //! own that no request uses (a route added later under that name gets its
 //! config). A document is accepted or refused whole; a refused one changes
 //! nothing and is counted in `tripline_config_rejected_total`.
 //!
 //! # The proxy file and pushed documents
 //!
-//! Pushed parameters win over the file's for the breakers a document
+//! Pushed parameters win over the file's for the fields a document
 //! named, and survive reloads: a reload (SIGHUP, `PUT /api/config`)
-//! reconfigures a kept breaker to the last pushed config for its name
-//! rather than the file's, and a breaker the reload builds anew (a new
+//! reconfigures a kept breaker to its new file config with the last pushed
+//! table for its name laid on it, and a breaker the reload builds anew (a new
 //! keyed family, a rebuilt cluster) is given that config before it takes
 //! traffic, then re-registered with the applier. Breakers no document
 //! named follow the file, as without a source. Routes and clusters a
@@ -111,10 +111,11 @@ impl ConfigSource {
         self.metrics.register(registry);
     }
 
-    /// The config a breaker named `file.name` should run: the last pushed
-    /// one for that name, else the file's.
+    /// The config a kept breaker named `file.name` should run after a
+    /// reload: the file's, with the last pushed table for that name laid on
+    /// it. Records `file` as what later pushes patch.
     pub(crate) fn effective(&self, file: CircuitBreakerConfig) -> CircuitBreakerConfig {
-        self.applier.pushed_config(&file.name).unwrap_or(file)
+        self.applier.rebase(file)
     }
 
     /// Hands every breaker of `table` to the applier — pushed configs

@@ -3,10 +3,12 @@
 //! hands each to the applier again.
 //!
 //! Pushed parameters outlive the rebuild: a breaker adopted under a name
-//! some document configured is put on that document's config before it is
-//! managed (the owner calls this before the breaker takes traffic), so a
-//! reload of the owner's own config never undoes a push for the breakers
-//! the push names. A name no document configured keeps the owner's config.
+//! some document configured gets that document's table laid on its own
+//! config before it is managed (the owner calls this before the breaker
+//! takes traffic), so a reload of the owner's own config never undoes a
+//! push for the fields the push names — and a field the push does not
+//! name follows the owner's new config. A name no document configured
+//! keeps the owner's config.
 
 use tripline::registry::RegistryKey;
 use tripline::{BreakerRegistry, CircuitBreaker, CircuitBreakerConfig};
@@ -23,27 +25,53 @@ impl Applier {
     pub fn adopt_breaker(&self, breaker: CircuitBreaker) -> Result<(), ApplyError> {
         let name = breaker.name().to_owned();
         let mut core = self.core();
-        if let Some(pushed) = core.pushed.get(&name)
-            && breaker.config() != *pushed
-        {
-            breaker
-                .reconfigure(pushed.clone())
-                .map_err(|e| refused(&name, e))?;
-        }
         let managed_now = core.breakers.get(&name);
         if managed_now
             .and_then(|m| m.breaker())
             .is_some_and(|b| b.ptr_eq(&breaker))
         {
-            // Already managed: keep its trip count (a canary's bake
-            // compares it with the fleet's).
+            // Already managed, on its base and pushed table (a reload that
+            // kept it went through `rebase`): keep its trip count (a
+            // canary's bake compares it with the fleet's).
             return Ok(());
+        }
+        let base = breaker.config();
+        if let Some(table) = core.pushed.get(&name) {
+            let (wanted, _) = table.resolve(&base)?;
+            if wanted != base {
+                breaker.reconfigure(wanted).map_err(|e| refused(&name, e))?;
+            }
         }
         let overridden = managed_now.is_some_and(|m| m.overridden);
         let mut managed = Managed::new(breaker);
         managed.overridden = overridden;
+        managed.base = base;
         core.breakers.insert(name, managed);
         Ok(())
+    }
+
+    /// The owner of breaker `owner.name` now configures it as `owner` (a
+    /// reload of its file that kept the breaker): records `owner` as the
+    /// base pushed tables patch, and returns the config the breaker should
+    /// run — `owner` with the last pushed table for that name laid on it,
+    /// or `owner` itself if no document named it (or its table does not
+    /// fit the new base: the refusal is logged and the file wins).
+    pub fn rebase(&self, owner: CircuitBreakerConfig) -> CircuitBreakerConfig {
+        let mut core = self.core();
+        if let Some(managed) = core.breakers.get_mut(&owner.name) {
+            managed.base = owner.clone();
+        }
+        let Some(table) = core.pushed.get(&owner.name) else {
+            return owner;
+        };
+        match table.resolve(&owner) {
+            Ok((wanted, _)) => wanted,
+            Err(e) => {
+                tracing::warn!(error = %e,
+                    "tripline-config: the pushed table does not fit the owner's new config; the owner's config runs");
+                owner
+            }
+        }
     }
 
     /// [`adopt_breaker`](Self::adopt_breaker) for a registry family,
@@ -55,14 +83,18 @@ impl Applier {
     ) -> Result<(), ApplyError> {
         let name = registry.family().to_owned();
         let mut core = self.core();
-        if let Some(pushed) = core.pushed.get(&name)
-            && registry.family_config() != *pushed
-        {
-            registry
-                .reconfigure_family(pushed.clone())
-                .map_err(|e| refused(&name, e))?;
+        let base = registry.family_config();
+        if let Some(table) = core.pushed.get(&name) {
+            let (wanted, _) = table.resolve(&base)?;
+            if wanted != base {
+                registry
+                    .reconfigure_family(wanted)
+                    .map_err(|e| refused(&name, e))?;
+            }
         }
-        core.breakers.insert(name, Managed::family(registry));
+        let mut managed = Managed::family(registry);
+        managed.base = base;
+        core.breakers.insert(name, managed);
         Ok(())
     }
 
@@ -72,10 +104,17 @@ impl Applier {
         self.core().breakers.remove(name);
     }
 
-    /// The config the last document naming `name` installed, if one did:
-    /// what an owner rebuilding that breaker should give it.
+    /// The config the last document naming `name` gives it, if one did:
+    /// its table laid on the breaker's base (the library's defaults for a
+    /// name not managed). `None` also when the table does not fit that base.
     pub fn pushed_config(&self, name: &str) -> Option<CircuitBreakerConfig> {
-        self.core().pushed.get(name).cloned()
+        let core = self.core();
+        let table = core.pushed.get(name)?;
+        let base = core
+            .breakers
+            .get(name)
+            .map_or_else(|| table.default_base(), |m| m.base.clone());
+        table.resolve(&base).ok().map(|(config, _)| config)
     }
 }
 

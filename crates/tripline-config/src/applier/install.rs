@@ -11,7 +11,7 @@ use tripline::{CircuitBreaker, CircuitBreakerConfig, Clock};
 use super::{Applier, ApplyError, Core, Managed, Origin, PushedAt};
 use crate::audit::{AuditAction, AuditRecord};
 use crate::diff::{FieldChange, diff_configs};
-use crate::document::{Document, DocumentError, DocumentWarning};
+use crate::document::{Document, DocumentError, DocumentWarning, warnings_of};
 
 impl Applier {
     /// A validated document: applied now, or handed to its rollout.
@@ -19,16 +19,15 @@ impl Applier {
         &self,
         core: &mut Core,
         doc: Document,
-        warnings: Vec<DocumentWarning>,
         origin: Origin,
     ) -> Result<AuditRecord, ApplyError> {
         // A newer document supersedes a rollout in progress.
         self.cancel_rollout(core);
         match doc.rollout.clone() {
-            Some(plan) => self.start_rollout(core, doc, warnings, origin, plan),
+            Some(plan) => self.start_rollout(core, doc, origin, plan),
             None => {
                 core.canary = false;
-                self.install(core, doc, warnings, &origin, AuditAction::Applied)
+                self.install(core, doc, &origin, AuditAction::Applied)
             }
         }
     }
@@ -57,20 +56,23 @@ impl Applier {
         ApplyError::Document(error)
     }
 
-    /// Reconfigures (or creates) every breaker of `doc`, bumps the version
-    /// and audits the change as `action`.
+    /// Reconfigures (or creates) every breaker of `doc` — each table laid
+    /// on its breaker's base — bumps the version and audits the change as
+    /// `action`, with the warnings of the configs it installed.
     pub(super) fn install(
         &self,
         core: &mut Core,
         doc: Document,
-        warnings: Vec<DocumentWarning>,
         origin: &Origin,
         action: AuditAction,
     ) -> Result<AuditRecord, ApplyError> {
-        let changes = changes_of(core, &doc);
+        let (configs, warnings) = match resolve(core, &doc) {
+            Ok(resolved) => resolved,
+            Err(e) => return Err(self.refuse(core, origin, e)),
+        };
+        let changes = changes_of(core, &configs);
         let mut fresh = Vec::new();
-        for config in doc
-            .breakers
+        for config in configs
             .iter()
             .filter(|c| !core.breakers.contains_key(&c.name))
         {
@@ -84,7 +86,7 @@ impl Applier {
             }
         }
         let mut changed: Vec<(&str, CircuitBreakerConfig)> = Vec::new();
-        for config in &doc.breakers {
+        for config in &configs {
             let Some(managed) = core.breakers.get(&config.name) else {
                 continue;
             };
@@ -104,18 +106,23 @@ impl Applier {
             changed.push((&config.name, old));
         }
         for breaker in fresh {
-            core.breakers
-                .insert(breaker.name().to_owned(), Managed::new(breaker));
+            let mut managed = Managed::new(breaker);
+            // Built by the applier: its owner's config is the library's.
+            managed.base = tripline::CircuitBreakerConfig {
+                name: managed.base.name.clone(),
+                ..Default::default()
+            };
+            core.breakers.insert(managed.base.name.clone(), managed);
         }
         core.version += 1;
-        for config in &doc.breakers {
-            core.pushed.insert(config.name.clone(), config.clone());
+        for table in &doc.breakers {
+            core.pushed.insert(table.name.clone(), table.clone());
             let at = PushedAt {
                 version: core.version,
                 source: origin.source.clone(),
                 revision: origin.revision.clone(),
             };
-            core.pushed_at.insert(config.name.clone(), at);
+            core.pushed_at.insert(table.name.clone(), at);
         }
         core.revision.clone_from(&origin.revision);
         core.last_error = None;
@@ -145,15 +152,9 @@ impl Applier {
         doc.rollout = None;
         self.cancel_rollout(core);
         core.canary = false;
-        let warnings = doc.validate()?;
+        doc.validate()?;
         let origin = Origin::new("rollback", Some(format!("v{version}")));
-        self.install(
-            core,
-            doc,
-            warnings,
-            &origin,
-            AuditAction::RolledBack { to: version },
-        )
+        self.install(core, doc, &origin, AuditAction::RolledBack { to: version })
     }
 
     /// Appends an audit record (queued for listeners) and returns it.
@@ -185,9 +186,30 @@ impl Applier {
     }
 }
 
-/// Old → new for every breaker `doc` names.
-pub(super) fn changes_of(core: &Core, doc: &Document) -> Vec<FieldChange> {
-    doc.breakers
+/// The configs `doc` gives this applier's breakers, each table laid on
+/// its breaker's base (the library's defaults for a name not managed
+/// yet), validated, with their warnings; or the first field refused.
+pub(super) fn resolve(
+    core: &Core,
+    doc: &Document,
+) -> Result<(Vec<CircuitBreakerConfig>, Vec<DocumentWarning>), DocumentError> {
+    let mut configs = Vec::with_capacity(doc.breakers.len());
+    let mut warnings = Vec::new();
+    for table in &doc.breakers {
+        let base = core
+            .breakers
+            .get(&table.name)
+            .map_or_else(|| table.default_base(), |m| m.base.clone());
+        let (config, found) = table.resolve(&base)?;
+        warnings.extend(warnings_of(&table.name, found));
+        configs.push(config);
+    }
+    Ok((configs, warnings))
+}
+
+/// Old → new for every config of `configs`.
+pub(super) fn changes_of(core: &Core, configs: &[CircuitBreakerConfig]) -> Vec<FieldChange> {
+    configs
         .iter()
         .flat_map(|new| {
             let old = core.breakers.get(&new.name).map(Managed::config);

@@ -61,6 +61,11 @@ pub(crate) struct Managed {
     _subscription: Keep,
     /// An operator override (force-open) is in force.
     pub(crate) overridden: bool,
+    /// The config its owner gave it (the proxy file's, the builder's, or
+    /// the library's defaults for one the applier built): what a pushed
+    /// table patches. Never a pushed config, so a field a later document
+    /// stops naming goes back to the owner's value.
+    pub(crate) base: CircuitBreakerConfig,
 }
 
 fn is_trip(kind: &EventKind) -> bool {
@@ -74,6 +79,7 @@ impl Managed {
             _held: count_into(&breaker, trips.clone(), is_trip),
         };
         Managed {
+            base: breaker.config(),
             target: Target::Breaker(breaker),
             trips,
             _subscription: keep,
@@ -92,6 +98,7 @@ impl Managed {
             }),
         };
         Managed {
+            base: registry.family_config(),
             target: Target::Family(Arc::new(registry)),
             trips,
             _subscription: keep,

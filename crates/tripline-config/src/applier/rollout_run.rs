@@ -11,10 +11,10 @@ use tripline::clock::Timestamp;
 use tripline::{CircuitBreakerConfig, Clock};
 
 use super::Origin;
-use super::install::changes_of;
+use super::install::{changes_of, resolve};
 use super::{Applier, ApplyError, Core, Shadow};
 use crate::audit::{AuditAction, AuditRecord};
-use crate::document::{Document, DocumentWarning};
+use crate::document::{BreakerTable, Document};
 use crate::rollout::{Rollout, TrafficSample, canary_bucket};
 
 /// The step a rollout is at.
@@ -44,7 +44,6 @@ impl RolloutPhase {
 
 pub(super) struct RolloutRun {
     doc: Document,
-    warnings: Vec<DocumentWarning>,
     origin: Origin,
     plan: Rollout,
     step: Step,
@@ -111,13 +110,16 @@ impl Applier {
         &self,
         core: &mut Core,
         doc: Document,
-        warnings: Vec<DocumentWarning>,
         origin: Origin,
         plan: Rollout,
     ) -> Result<AuditRecord, ApplyError> {
-        let changes = changes_of(core, &doc);
+        let (configs, warnings) = match resolve(core, &doc) {
+            Ok(resolved) => resolved,
+            Err(e) => return Err(self.refuse(core, &origin, e)),
+        };
+        let changes = changes_of(core, &configs);
         let mut twins = std::collections::BTreeMap::new();
-        for config in &doc.breakers {
+        for config in &configs {
             if !changes.iter().any(|c| c.breaker == config.name) {
                 continue;
             }
@@ -149,11 +151,10 @@ impl Applier {
             &origin,
             Some(doc.clone()),
             changes,
-            warnings.clone(),
+            warnings,
         );
         core.rollout = Some(RolloutRun {
             doc,
-            warnings,
             origin,
             plan,
             step: Step::Shadow { until },
@@ -240,13 +241,7 @@ impl Applier {
             .collect();
         let start_self = core.sample();
         let start_fleet = core.fleet;
-        let applied = self.install(
-            core,
-            run.doc.clone(),
-            run.warnings.clone(),
-            &run.origin,
-            AuditAction::Applied,
-        );
+        let applied = self.install(core, run.doc.clone(), &run.origin, AuditAction::Applied);
         if applied.is_err() {
             return;
         }
@@ -304,7 +299,7 @@ impl Applier {
         };
         tracing::warn!(%reason, to = previous_version, "tripline-config: canary rolled back");
         let doc = Document {
-            breakers: previous.clone(),
+            breakers: previous.iter().map(BreakerTable::whole).collect(),
             comment: Some(format!("automatic rollback: {reason}")),
             ..Document::default()
         };
@@ -315,6 +310,6 @@ impl Applier {
         core.canary = false;
         let origin = Origin::new("rollback", Some(format!("v{previous_version}")));
         // The previous configs were in force a moment ago: they validate.
-        let _ = self.install(core, doc, Vec::new(), &origin, action);
+        let _ = self.install(core, doc, &origin, action);
     }
 }

@@ -128,8 +128,8 @@ pub(crate) fn one(
 }
 
 /// State, window, rates against thresholds, open-until, recent
-/// transitions, and who decides its config and state (`managed`,
-/// `override`).
+/// transitions, the whole config in force (`config`), and who decides its
+/// config and state (`managed`, `override`).
 pub(crate) fn describe(
     name: &str,
     owner: &Owner<'_>,
@@ -179,6 +179,9 @@ pub(crate) fn describe(
         },
         "transitions_total": m.transitions,
         "config_version": m.config_version,
+        // Every field in force, in the config files' vocabulary: what a
+        // pushed table changed and what it left as the file set it.
+        "config": serde_json::to_value(&config).unwrap_or(Value::Null),
         "managed": managed,
         "override": operator_override(m.state),
         "transitions": hub.transitions(name),

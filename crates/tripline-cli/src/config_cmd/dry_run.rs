@@ -1,0 +1,54 @@
+//! `tripline config push --dry-run`: what a document would change, before
+//! anything is written.
+//!
+//! A pushed table patches (it changes the fields it names on top of each
+//! instance's own config), so what a push changes depends on the kind of
+//! instance. Two views are printed: the table fields that change for every
+//! instance, where "own" stands for the instance's own value (its file's);
+//! and the whole effective change on an instance that has no config of its
+//! own (an applier that builds the breaker on the library's defaults).
+
+use tripline_config::{Document, FieldChange, diff_configs, diff_documents};
+
+/// The report's lines; `current` is the document in etcd now, if any.
+pub(super) fn report(current: Option<&Document>, new: &Document) -> Vec<String> {
+    let mut lines = Vec::new();
+    let fields = diff_documents(current, new);
+    lines.push(
+        "on every instance (own: the instance's own value, which the document leaves alone):"
+            .into(),
+    );
+    push_changes(&mut lines, &fields, "own");
+    lines.push("on an instance without a config of its own (the library's defaults):".into());
+    let mut effective = Vec::new();
+    for table in &new.breakers {
+        let base = table.default_base();
+        let before = current
+            .and_then(|d| d.breaker(&table.name))
+            .and_then(|t| t.apply_to(&base).ok());
+        let Ok(after) = table.apply_to(&base) else {
+            continue;
+        };
+        // A breaker the current document does not name runs on defaults
+        // there, if it runs at all.
+        let before = before.unwrap_or(base);
+        effective.extend(diff_configs(&table.name, Some(&before), &after));
+    }
+    push_changes(&mut lines, &effective, "unset");
+    lines
+}
+
+fn push_changes(lines: &mut Vec<String>, changes: &[FieldChange], missing: &str) {
+    if changes.is_empty() {
+        lines.push("  no change".into());
+    }
+    for c in changes {
+        lines.push(format!(
+            "  {}.{}: {} → {}",
+            c.breaker,
+            c.field,
+            c.old.as_deref().unwrap_or(missing),
+            c.new.as_deref().unwrap_or(missing)
+        ));
+    }
+}
