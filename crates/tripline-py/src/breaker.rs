@@ -50,7 +50,7 @@ impl Reasons {
 /// around it. Shared (behind a `frozen` Python object) by the breaker, its
 /// decorated functions and its permits.
 pub(crate) struct Core {
-    pub(crate) breaker: tripline::CircuitBreaker,
+    pub(crate) breaker: Arc<tripline::CircuitBreaker>,
     pub(crate) classify: Arc<Classify>,
     reasons: Arc<Reasons>,
     /// The permits of `with breaker:` blocks, per thread and per task.
@@ -164,6 +164,10 @@ impl CircuitBreaker {
         if subscribe {
             let r = reasons.clone();
             subscriptions.push(breaker.subscribe(move |e| r.observe(e)));
+        }
+        let breaker = Arc::new(breaker);
+        if subscribe {
+            crate::tracked::track_breaker(&breaker);
         }
         CircuitBreaker {
             core: Core {

@@ -25,6 +25,7 @@ mod metrics;
 mod permit;
 mod pipeline;
 mod registry;
+mod tracked;
 
 use pyo3::prelude::*;
 
@@ -42,5 +43,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metrics::Metrics>()?;
     m.add_class::<registry::BreakerRegistry>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
     Ok(())
 }

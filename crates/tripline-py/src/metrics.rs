@@ -62,6 +62,18 @@ pub struct Metrics {
     /// The config version in force.
     #[pyo3(get)]
     config_version: u64,
+    /// Consecutive failed probe rounds (the open-duration backoff step).
+    #[pyo3(get)]
+    backoff_round: u64,
+    /// Half-open probes that succeeded.
+    #[pyo3(get)]
+    probes_succeeded: u64,
+    /// Half-open probes that failed.
+    #[pyo3(get)]
+    probes_failed: u64,
+    /// State transitions so far.
+    #[pyo3(get)]
+    transitions: u64,
     raw: tripline::Metrics,
 }
 
@@ -86,6 +98,10 @@ impl From<tripline::Metrics> for Metrics {
             late: m.calls.late,
             probes_in_flight: m.probes_in_flight,
             config_version: m.config_version,
+            backoff_round: m.backoff_round,
+            probes_succeeded: m.calls.probes_succeeded,
+            probes_failed: m.calls.probes_failed,
+            transitions: m.transitions,
             raw: m,
         }
     }

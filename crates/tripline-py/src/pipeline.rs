@@ -118,7 +118,7 @@ impl Pipeline {
         }
         let classify = match &breaker {
             Some(b) => {
-                builder = builder.circuit_breaker(b.get().core.breaker.clone());
+                builder = builder.circuit_breaker((*b.get().core.breaker).clone());
                 b.get().core.classify.clone()
             }
             None => Arc::new(Classify::new(None, None, None)?),

@@ -26,7 +26,7 @@ static FULL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// closed breaker is kept (see `evict_idle`).
 #[pyclass(frozen, module = "tripline")]
 pub struct BreakerRegistry {
-    registry: tripline::BreakerRegistry<String>,
+    registry: Arc<tripline::BreakerRegistry<String>>,
     classify: Arc<Classify>,
     reasons: Arc<Reasons>,
     _reasons_feed: RegistrySubscription,
@@ -69,6 +69,8 @@ impl BreakerRegistry {
         let registry = builder
             .build()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let registry = Arc::new(registry);
+        crate::tracked::track_registry(&registry);
         let reasons = Arc::new(Reasons::default());
         let feed = reasons.clone();
         let subscription = registry.subscribe(move |_, event| feed.observe(event));
