@@ -311,6 +311,53 @@ fn rejection_counts_are_exact_across_owners_and_sharers() {
     });
 }
 
+/// A reader of the cumulative counts racing a failure's record and a reset
+/// that moves the time window's counts into its folded totals: the reader
+/// never sees a count go down, nor the failure as a success. (It may see
+/// the failure before its call, and so one success fewer for a moment: a
+/// count may lag, never lead.)
+#[test]
+fn cumulative_counts_read_consistently_across_a_reset() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = CircuitBreaker::builder()
+            .config(CircuitBreakerConfig {
+                window: WindowConfig::Time {
+                    length: Duration::from_secs(1),
+                    buckets: 1,
+                },
+                minimum_calls: 100,
+                ..Default::default()
+            })
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.try_acquire()
+            .unwrap()
+            .record(Outcome::Success, Duration::ZERO);
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.try_acquire()
+                    .unwrap()
+                    .record(Outcome::Failure, Duration::ZERO);
+                b.reset();
+            })
+        };
+        let first = b.metrics().calls;
+        let second = b.metrics().calls;
+        let why = format!("{first:?} then {second:?}");
+        assert!(
+            first.successful <= second.successful && second.successful <= 1,
+            "{why}"
+        );
+        assert!(first.failed <= second.failed && second.failed <= 1, "{why}");
+        writer.join().unwrap();
+        let last = b.metrics().calls;
+        assert_eq!((last.successful, last.failed), (1, 1), "{last:?}");
+    });
+}
+
 /// The three half-open policies, as a reconfiguration installs them.
 fn policies() -> [HalfOpenPolicy; 3] {
     [

@@ -36,7 +36,7 @@ use settings::{Settings, SettingsCell};
 use smol_str::SmolStr;
 
 pub use reconfig::Snapshot;
-pub(crate) use transition::{Entry, OpenUntil};
+pub(crate) use transition::{Entry, Evidence, OpenUntil};
 
 /// How a permit was admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +184,9 @@ pub(crate) struct Inner {
     /// Allocated by the first transition, probe or operator action.
     cold: OnceLock<Box<Cold>>,
     counters: Counters,
+    /// The highest successful-call count reported so far (see
+    /// [`Inner::successful_reported`]).
+    successful_reported: AtomicU64,
 }
 
 impl Inner {
@@ -220,6 +223,7 @@ impl Inner {
             cold: OnceLock::new(),
             counters: Counters::new(stripes),
             settings: SettingsCell::new(settings),
+            successful_reported: AtomicU64::new(0),
         };
         inner.apply_settings_words();
         // Loom cannot see the `OnceLock` that publishes the cold part to
@@ -477,6 +481,20 @@ impl Inner {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// Successful calls for metrics, given `derived` (calls less failures
+    /// plus successful probes and late successes, as just read): never
+    /// below an earlier report. Successes are not counted on their own —
+    /// the hot path pays only for calls and bad calls — and a reader that
+    /// catches a failure counted before its call (the window's order, so
+    /// that no failure is ever read as a success) reads one success fewer
+    /// than the reader before it may have. Reporting the highest value
+    /// read keeps the count monotonic, and never above the truth.
+    pub(crate) fn successful_reported(&self, derived: u64) -> u64 {
+        self.successful_reported
+            .fetch_max(derived, Ordering::Relaxed)
+            .max(derived)
     }
 
     pub(crate) fn transitions(&self) -> u64 {

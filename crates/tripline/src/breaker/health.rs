@@ -136,12 +136,12 @@ where
                 }
             }
             failed => {
-                let snap = inner.window_at(now);
+                let evidence = inner.evidence(inner.window_at(now), now);
                 inner.transition_to_open(
                     w,
                     State::Open,
                     Reason::HealthCheckFailed,
-                    snap,
+                    evidence,
                     OpenUntil::NextRound,
                     now,
                 );

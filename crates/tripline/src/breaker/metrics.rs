@@ -15,7 +15,12 @@ use crate::clock::Timestamp;
 
 /// Cumulative call counts by outcome: since the breaker was created, across
 /// every reconfiguration (a new window shape re-samples only the live
-/// [`Metrics::window`]), so no count ever decreases.
+/// [`Metrics::window`]), resets and time-bucket rollovers, so no count ever
+/// decreases from one read to the next, whichever threads are recording,
+/// resetting or reconfiguring meanwhile. Read while calls are being
+/// recorded, a count may lag by the calls in flight (a failure seen before
+/// its call is, so one success fewer for a moment), never lead: a failure
+/// is never read as a success.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CallCounts {
@@ -101,7 +106,9 @@ pub(crate) fn collect(inner: &Inner) -> Metrics {
         backoff_round: inner.open_round(),
         window: inner.window_snapshot(),
         calls: CallCounts {
-            successful: t.calls.saturating_sub(t.failures) + probes_succeeded + late_success,
+            successful: inner.successful_reported(
+                t.calls.saturating_sub(t.failures) + probes_succeeded + late_success,
+            ),
             failed: t.failures + probes_failed + late_failure,
             slow: t.slow,
             slow_failed: t.slow_failures,

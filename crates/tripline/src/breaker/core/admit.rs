@@ -139,12 +139,12 @@ impl Inner {
     }
 
     fn time_out_half_open(&self, w: Word, now: Timestamp) {
-        let snap = self.round_snapshot(w.generation());
+        let evidence = self.evidence(self.round_snapshot(w.generation()), now);
         self.transition_to_open(
             w,
             State::Open,
             Reason::HalfOpenTimeout,
-            snap,
+            evidence,
             OpenUntil::Scheduled,
             now,
         );

@@ -176,12 +176,12 @@ impl Inner {
                     .open_until
                     .map_or(Duration::ZERO, duration_until_system_time);
                 let w = self.word();
-                let snapshot = self.window_at(now);
+                let evidence = self.evidence(self.window_at(now), now);
                 self.transition_to_open(
                     w,
                     State::Open,
                     Reason::Forced,
-                    snapshot,
+                    evidence,
                     OpenUntil::At(now + left),
                     now,
                 );

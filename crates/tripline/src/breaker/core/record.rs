@@ -7,7 +7,7 @@ use super::super::half_open::{Decision, Verdict};
 use super::super::state::{State, Word};
 use super::super::window::{FAILURE, SLOW, Window, WindowSnapshot};
 use super::settings::{Effective, reaches};
-use super::{Admission, Inner, NEVER, OpenUntil};
+use super::{Admission, Evidence, Inner, NEVER, OpenUntil};
 use crate::classify::Outcome;
 use crate::clock::{Clock, Timestamp};
 use crate::sync::Ordering;
@@ -231,11 +231,24 @@ impl Inner {
         if held {
             return;
         }
+        // The event carries the thresholds judged by here, not those in
+        // force when it is built (see `Evidence`).
+        let evidence = Evidence {
+            window: snap,
+            thresholds: self.thresholds_of(eff),
+        };
         match w.state() {
             State::Closed => {
-                self.transition_to_open(w, State::Open, reason, snap, OpenUntil::Scheduled, now);
+                self.transition_to_open(
+                    w,
+                    State::Open,
+                    reason,
+                    evidence,
+                    OpenUntil::Scheduled,
+                    now,
+                );
             }
-            State::MetricsOnly => self.would_trip(w, reason, snap, now),
+            State::MetricsOnly => self.would_trip(w, reason, evidence, now),
             _ => {}
         }
     }
@@ -300,17 +313,17 @@ impl Inner {
                 .store((w.generation() << 2) | code, Ordering::Release);
             return;
         }
-        let snap = self.round_snapshot(w.generation());
+        let evidence = self.evidence(self.round_snapshot(w.generation()), now);
         match decision {
             Decision::Close => {
-                self.transition_to_free(w, State::Closed, Reason::ProbesSucceeded, snap);
+                self.transition_to_free(w, State::Closed, Reason::ProbesSucceeded, evidence);
             }
             Decision::Reopen => {
                 self.transition_to_open(
                     w,
                     State::Open,
                     reopen_reason,
-                    snap,
+                    evidence,
                     OpenUntil::Scheduled,
                     now,
                 );

@@ -7,6 +7,7 @@ use super::super::backoff::unit_f64;
 use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
 use super::super::state::{State, Word};
 use super::super::window::{Window, WindowSnapshot};
+use super::settings::Effective;
 use super::{Inner, NEVER};
 use crate::clock::{Clock, Timestamp};
 use crate::sync::{MutexGuard, Ordering, try_lock, yield_now};
@@ -37,7 +38,28 @@ pub(crate) enum OpenUntil {
     At(Timestamp),
 }
 
+/// What a transition was decided on: the window it judged and the
+/// thresholds it judged it by. Taken when the decision is made, before the
+/// state word changes, so that the event reports exactly that: an operator
+/// action or a reconfiguration landing between the decision and the event
+/// (clearing a cooldown, changing a threshold) cannot make a justified trip
+/// look unjustified.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Evidence {
+    pub(crate) window: WindowSnapshot,
+    pub(crate) thresholds: Thresholds,
+}
+
 impl Inner {
+    /// Evidence for a decision made now on `window` by the thresholds in
+    /// force (transitions that judge no rates: probes, operators, timeouts).
+    pub(crate) fn evidence(&self, window: WindowSnapshot, now: Timestamp) -> Evidence {
+        Evidence {
+            window,
+            thresholds: self.thresholds(now),
+        }
+    }
+
     /// Installs the busy word `to` if the state is still `from`.
     fn begin(&self, from: Word, to: Word) -> bool {
         !from.is_busy()
@@ -91,6 +113,7 @@ impl Inner {
         take_probe: bool,
         serial: Option<MutexGuard<'_, ()>>,
     ) -> Entry {
+        let evidence = self.evidence(WindowSnapshot::default(), now);
         let to = from.begin(State::HalfOpen);
         if !self.begin(from, to) {
             return Entry::Lost;
@@ -114,7 +137,7 @@ impl Inner {
         );
         self.publish(to);
         drop(serial);
-        self.emit_transition(seq, from, to, reason, WindowSnapshot::default(), None, now);
+        self.emit_transition(seq, from, to, reason, evidence, None, now);
         if admitted {
             Entry::Admitted(generation)
         } else {
@@ -129,7 +152,7 @@ impl Inner {
         from: Word,
         to_state: State,
         reason: Reason,
-        snap: WindowSnapshot,
+        evidence: Evidence,
         until: OpenUntil,
         now: Timestamp,
     ) -> bool {
@@ -164,7 +187,7 @@ impl Inner {
             self.with_window(Window::reset);
         }
         let open = (to_state == State::Open).then_some(duration);
-        self.emit_transition(seq, from, to, reason, snap, open, now);
+        self.emit_transition(seq, from, to, reason, evidence, open, now);
         true
     }
 
@@ -174,7 +197,7 @@ impl Inner {
         from: Word,
         to_state: State,
         reason: Reason,
-        snap: WindowSnapshot,
+        evidence: Evidence,
     ) -> bool {
         // A fresh window when leaving a rejecting state (nothing was sampled
         // there) and on any operator move except switching trips off, which
@@ -200,7 +223,7 @@ impl Inner {
         self.cold().recovered_at.store(recovered, Ordering::Relaxed);
         self.entered_at.store(now.as_nanos(), Ordering::Relaxed);
         self.publish(to);
-        self.emit_transition(seq, from, to, reason, snap, None, now);
+        self.emit_transition(seq, from, to, reason, evidence, None, now);
         true
     }
 
@@ -210,7 +233,7 @@ impl Inner {
         &self,
         from: Word,
         reason: Reason,
-        window: WindowSnapshot,
+        evidence: Evidence,
         now: Timestamp,
     ) {
         let to = from.begin(State::MetricsOnly);
@@ -222,8 +245,8 @@ impl Inner {
         self.with_window(Window::reset);
         let kind = EventKind::WouldTrip {
             reason,
-            window,
-            thresholds: self.thresholds(now),
+            window: evidence.window,
+            thresholds: evidence.thresholds,
         };
         self.events().publish_with(seq, || self.event(now, kind));
     }
@@ -261,18 +284,18 @@ impl Inner {
                     _ => return,
                 }
             }
-            let snap = self.window_at(now);
+            let evidence = self.evidence(self.window_at(now), now);
             let done = match to {
                 State::Open | State::ForcedOpen => {
                     let until = until.map_or(OpenUntil::Scheduled, OpenUntil::At);
-                    self.transition_to_open(w, to, Reason::Forced, snap, until, now)
+                    self.transition_to_open(w, to, Reason::Forced, evidence, until, now)
                 }
                 State::HalfOpen => matches!(
                     self.enter_half_open_because(w, now, Reason::Forced, false),
                     Entry::Entered | Entry::Admitted(_)
                 ),
                 State::Closed | State::Disabled | State::MetricsOnly => {
-                    self.transition_to_free(w, to, Reason::Forced, snap)
+                    self.transition_to_free(w, to, Reason::Forced, evidence)
                 }
             };
             if done {
@@ -304,7 +327,12 @@ impl Inner {
 
     /// The thresholds in force at `now`, for events.
     pub(crate) fn thresholds(&self, now: Timestamp) -> Thresholds {
-        let eff = self.effective(now);
+        self.thresholds_of(self.effective(now))
+    }
+
+    /// The event's form of `eff`, the thresholds a decision used, with the
+    /// config version and hysteresis in force.
+    pub(crate) fn thresholds_of(&self, eff: Effective) -> Thresholds {
         let (version, min_state) = self.settings.with(|s| (s.version, s.min_state_nanos()));
         Thresholds {
             minimum_calls: eff.minimum_calls,
@@ -333,7 +361,7 @@ impl Inner {
         from: Word,
         to: Word,
         reason: Reason,
-        window: WindowSnapshot,
+        evidence: Evidence,
         open_duration: Option<Duration>,
         now: Timestamp,
     ) {
@@ -342,8 +370,8 @@ impl Inner {
                 from: from.state(),
                 to: to.state(),
                 reason,
-                window,
-                thresholds: self.thresholds(now),
+                window: evidence.window,
+                thresholds: evidence.thresholds,
                 open_duration,
                 generation: to.generation(),
             };

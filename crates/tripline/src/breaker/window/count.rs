@@ -169,7 +169,14 @@ impl CountWindow {
     /// evaluates: the clean-success check has already read the aggregate.
     #[inline(always)]
     pub(crate) fn record(&self, bits: u8) -> bool {
-        let p = self.cursor.fetch_add(1, Ordering::Relaxed);
+        // A bad call's total before its call is counted (the cursor), and
+        // readers take the cursor first: every call a reader counts has its
+        // failure counted too, so `calls − failures` never counts a failure
+        // as a success. Release orders the two for other cores.
+        if bits != 0 {
+            self.count_total(bits);
+        }
+        let p = self.cursor.fetch_add(1, Ordering::Release);
         if bits == 0 && !self.has_bad_calls() {
             return false; // see "Hot path"
         }
@@ -184,9 +191,6 @@ impl CountWindow {
     /// (`call` 75 → 82).
     #[inline]
     fn place(&self, p: u64, bits: u8) {
-        if bits != 0 {
-            self.count_total(bits);
-        }
         let tag = self.tag.load(Ordering::Acquire);
         let (index, shift) = locate(self.slot_of(p));
         let word = &self.words[index];
@@ -296,9 +300,11 @@ impl CountWindow {
         self.tag.store(tag, Ordering::Release);
     }
 
+    /// Everything ever recorded: the cursor first (see [`Self::record`]).
     pub(crate) fn totals(&self) -> Totals {
+        let calls = self.cursor.load(Ordering::Acquire);
         Totals {
-            calls: self.cursor.load(Ordering::Relaxed),
+            calls,
             failures: self.totals[0].load(Ordering::Relaxed),
             slow: self.totals[1].load(Ordering::Relaxed),
             slow_failures: self.totals[2].load(Ordering::Relaxed),

@@ -10,6 +10,23 @@
 //! Readers sum only the words whose lap is the live one for their bucket.
 //! No word is ever zeroed under a writer's feet, so there is no reset race.
 //!
+//! # Cumulative totals
+//!
+//! Metrics' totals are the folded counts plus every word's count. A
+//! rollover or a reset moves a count from a word into the folded total in
+//! two steps, so a reader between them would miss it (and a later reader
+//! would not): totals would go backwards. Each move is therefore bracketed
+//! by two counters, `moves_started` before and `moves_finished` after, and
+//! a reader retries while a move overlapped its read (a seqlock whose
+//! writers never wait for each other). Moves happen once per bucket width
+//! and per reset, never on a call that stays in its lap, so the recording
+//! path pays nothing for this.
+//!
+//! A call's failure and slow words are bumped before its call word, and a
+//! reader sums the call words before the others: every call it counts has
+//! its failure counted too, so `calls − failures` never counts a failure
+//! as a success.
+//!
 //! # Striping
 //!
 //! Each thread writes its own stripe (see `stripe.rs`): two threads sharing
@@ -27,7 +44,7 @@
 use super::{FAILURE, SLOW, Totals, WindowSnapshot};
 use crate::breaker::stripe::{self, LINE_WORDS, Lines};
 use crate::clock::{Timestamp, duration_to_nanos};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, yield_now};
 use std::time::Duration;
 
 const COUNT_BITS: u32 = 36;
@@ -57,6 +74,10 @@ pub(crate) struct TimeWindow {
     /// Per stripe and field: counts folded out of expired words. Written
     /// once per bucket rollover, so not padded per stripe.
     folded: Box<[AtomicU64]>,
+    /// Moves of counts from words into `folded` begun and ended (see
+    /// "Cumulative totals"): equal when none is in progress.
+    moves_started: AtomicU64,
+    moves_finished: AtomicU64,
 }
 
 #[inline]
@@ -80,6 +101,8 @@ impl TimeWindow {
             last_eval: AtomicU64::new(u64::MAX),
             lines,
             folded: (0..stripes * FIELDS).map(|_| AtomicU64::new(0)).collect(),
+            moves_started: AtomicU64::new(0),
+            moves_finished: AtomicU64::new(0),
         }
     }
 
@@ -127,7 +150,7 @@ impl TimeWindow {
         let (lap, bucket) = self.lap_and_bucket(epoch);
         let lap = lap & LAP_MASK;
         let stripe = stripe::current(self.stripes as usize);
-        self.bump(stripe, bucket, 0, lap);
+        // The call word last: see "Cumulative totals".
         if bits != 0 {
             if bits & FAILURE != 0 {
                 self.bump(stripe, bucket, 1, lap);
@@ -139,6 +162,7 @@ impl TimeWindow {
                 self.bump(stripe, bucket, 3, lap);
             }
         }
+        self.bump(stripe, bucket, 0, lap);
     }
 
     #[inline(always)]
@@ -146,18 +170,11 @@ impl TimeWindow {
         let word = self.word(stripe, bucket, field);
         let mut old = word.load(Ordering::Relaxed);
         loop {
-            let new = if lap_of(old) == lap {
-                old + 1
-            } else {
-                (lap << COUNT_BITS) | 1
-            };
-            match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => {
-                    if lap_of(old) != lap {
-                        self.fold(stripe, field, old);
-                    }
-                    return;
-                }
+            if lap_of(old) != lap {
+                return self.roll_over(stripe, word, field, lap, 1);
+            }
+            match word.compare_exchange_weak(old, old + 1, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return,
                 Err(v) => {
                     old = v;
                     stripe::collided();
@@ -166,10 +183,47 @@ impl TimeWindow {
         }
     }
 
+    /// Adds `n` to `word` for `lap`, restarting it if it holds an older
+    /// lap (whose count is folded into the totals) — as a move, so that
+    /// readers of the totals never see the count in neither place.
+    #[cold]
+    #[inline(never)]
+    fn roll_over(&self, stripe: usize, word: &AtomicU64, field: usize, lap: u64, n: u64) {
+        self.begin_move();
+        let mut old = word.load(Ordering::Acquire);
+        loop {
+            let new = if lap_of(old) == lap {
+                old + n
+            } else {
+                (lap << COUNT_BITS) | n
+            };
+            match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(v) => old = v,
+            }
+        }
+        if lap_of(old) != lap {
+            self.fold(stripe, field, old);
+        }
+        self.end_move();
+    }
+
+    /// Announces a move of counts into `folded`: readers of the totals that
+    /// overlap it will read again.
+    fn begin_move(&self) {
+        self.moves_started.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Ends a move: everything it wrote is visible to a reader that sees
+    /// the end.
+    fn end_move(&self) {
+        self.moves_finished.fetch_add(1, Ordering::Release);
+    }
+
     fn fold(&self, stripe: usize, field: usize, old: u64) {
         let n = old & COUNT_MASK;
         if n != 0 {
-            self.folded[stripe * FIELDS + field].fetch_add(n, Ordering::Relaxed);
+            self.folded[stripe * FIELDS + field].fetch_add(n, Ordering::AcqRel);
         }
     }
 
@@ -252,27 +306,10 @@ impl TimeWindow {
         }
         let (lap, bucket) = self.lap_and_bucket(epoch);
         let lap = lap & LAP_MASK;
-        for (field, n) in counts.into_iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            let word = self.word(0, bucket, field);
-            let mut old = word.load(Ordering::Acquire);
-            loop {
-                let new = if lap_of(old) == lap {
-                    old + n
-                } else {
-                    (lap << COUNT_BITS) | n
-                };
-                match word.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => {
-                        if lap_of(old) != lap {
-                            self.fold(0, field, old);
-                        }
-                        break;
-                    }
-                    Err(v) => old = v,
-                }
+        // The call word last, as a call records (see "Cumulative totals").
+        for field in [1, 2, 3, 0] {
+            if counts[field] != 0 {
+                self.roll_over(0, self.word(0, bucket, field), field, lap, counts[field]);
             }
         }
     }
@@ -281,6 +318,7 @@ impl TimeWindow {
     /// writers bump concurrently restart from zero: the reset wins or the
     /// write lands after it, and nothing is double counted.
     pub(crate) fn reset(&self) {
+        self.begin_move();
         for stripe in 0..self.stripes as usize {
             for bucket in 0..self.buckets as usize {
                 for field in 0..FIELDS {
@@ -289,25 +327,48 @@ impl TimeWindow {
                 }
             }
         }
+        self.end_move();
         self.last_eval.store(u64::MAX, Ordering::Relaxed);
     }
 
+    /// Everything ever recorded, read consistently: no move of counts
+    /// into `folded` overlapped the read (see "Cumulative totals"). Moves
+    /// come once per bucket width or reset, so a read retries rarely, and
+    /// yields its time slice to the mover before it does.
     pub(crate) fn totals(&self) -> Totals {
+        loop {
+            let finished = self.moves_finished.load(Ordering::Acquire);
+            let started = self.moves_started.load(Ordering::Acquire);
+            if started == finished {
+                let sums = self.sum_words();
+                // Seqlock reader: every load above is Acquire, so a word a
+                // move wrote makes its start visible to this load.
+                if self.moves_started.load(Ordering::Acquire) == started {
+                    return Totals {
+                        calls: sums[0],
+                        failures: sums[1],
+                        slow: sums[2],
+                        slow_failures: sums[3],
+                    };
+                }
+            }
+            yield_now();
+        }
+    }
+
+    /// The folded counts plus every word's, field by field with the call
+    /// words first (see "Cumulative totals").
+    fn sum_words(&self) -> [u64; FIELDS] {
         let mut sums = [0u64; FIELDS];
-        for stripe in 0..self.stripes as usize {
-            for (field, sum) in sums.iter_mut().enumerate() {
-                *sum += self.folded[stripe * FIELDS + field].load(Ordering::Relaxed);
+        for (field, sum) in sums.iter_mut().enumerate() {
+            for stripe in 0..self.stripes as usize {
+                *sum += self.folded[stripe * FIELDS + field].load(Ordering::Acquire);
                 for bucket in 0..self.buckets as usize {
-                    *sum += self.word(stripe, bucket, field).load(Ordering::Relaxed) & COUNT_MASK;
+                    *sum += self.word(stripe, bucket, field).load(Ordering::Acquire) & COUNT_MASK;
                 }
             }
         }
-        Totals {
-            calls: sums[0],
-            failures: sums[1],
-            slow: sums[2],
-            slow_failures: sums[3],
-        }
+        sums
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
