@@ -1,90 +1,58 @@
-//! The README's "A breaker in thirty seconds", as a program that compiles
-//! and runs: `cargo run -p tripline --example thirty_seconds`.
+//! The README's "A breaker in thirty seconds": a breaker trips on failures,
+//! fails fast while open, probes after its open duration and closes again.
+//! `cargo run -p tripline --example thirty_seconds` prints:
 //!
-//! The lines between the `README` markers are the README's snippet,
-//! verbatim (a test keeps the two equal); around them are the stand-ins
-//! for a real service's calls.
+//! ```text
+//! payments: closed → open (failure rate 100% ≥ 50% over 5 calls; open for 5.0s)
+//! rejected while open: call rejected: circuit breaker is open (retry after 5.0s)
+//! payments: open → half_open (open duration elapsed)
+//! payments: half_open → closed (3 probes succeeded)
+//! ```
+//!
+//! Everything below this comment is the README's snippet, verbatim (a test
+//! keeps the two equal, and the README's copy is compiled and run as a
+//! doc-test), so a newcomer's first paste works.
 
 use std::time::Duration;
 
-use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, Outcome, WindowConfig};
-
-#[derive(Debug)]
-struct Receipt;
-
-#[derive(Debug)]
-enum PayError {
-    Declined,
-    #[allow(dead_code)] // what a real payment service also answers
-    Unavailable,
-}
-
-fn fetch_balance(_user: &str) -> Result<u64, std::io::Error> {
-    Ok(42)
-}
-
-fn charge_card(_user: &str, _cents: u64) -> Result<Receipt, PayError> {
-    Err(PayError::Declined)
-}
-
-struct Client;
-
-impl Client {
-    async fn get_profile(&self, user: &str) -> Result<String, std::io::Error> {
-        Ok(format!("profile of {user}"))
-    }
-}
+use tripline::{
+    CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, ManualClock, State, WindowConfig,
+};
 
 fn main() -> Result<(), tripline::ConfigError> {
-    let client = Client;
-    futures_executor::block_on(async {
-        // README begin
-        let breaker = CircuitBreaker::try_new(CircuitBreakerConfig {
+    // A virtual clock: the open duration passes when the program says so.
+    let clock = ManualClock::new();
+    let breaker = CircuitBreaker::builder()
+        .config(CircuitBreakerConfig {
             name: "payments".into(),
-            // The last 10 s in 1 s buckets; at least 20 calls before rates count.
-            window: WindowConfig::Time {
-                length: Duration::from_secs(10),
-                buckets: 10,
-            },
-            minimum_calls: 20,
-            failure_rate_threshold: 0.5, // trip at 50% failures...
-            slow_call_duration: Some(Duration::from_millis(800)),
-            slow_call_rate_threshold: 0.8, // ...or 80% slow calls
-            half_open: HalfOpenPolicy::Permits {
-                calls: 5,
-                failure_rate_threshold: 0.2,
-            },
+            window: WindowConfig::Count { size: 20 }, // the last 20 calls
+            minimum_calls: 5,                         // no verdict on fewer
+            failure_rate_threshold: 0.5,              // trip at 50% failures
+            open_duration: Duration::from_secs(5).into(),
+            half_open: HalfOpenPolicy::Consecutive { successes: 3 },
             ..Default::default()
-        })?;
+        })
+        .clock(clock.clone())
+        .build()?;
+    // Every decision explains itself.
+    let _sub = breaker.subscribe(|event| println!("{event}"));
 
-        // Every decision explains itself: subscribe before the calls.
-        // "payments: closed → open (failure rate 62% ≥ 50% over 20 calls; open for 5.0s)"
-        let _sub = breaker.subscribe(|event| println!("{event}"));
+    // The dependency is down: five failures in a row trip the breaker.
+    for _ in 0..5 {
+        let _ = breaker.call(|| Err::<(), _>("connection refused"));
+    }
+    assert_eq!(breaker.state(), State::Open);
 
-        // Closures: Err is a failure, Ok a success.
-        let balance = breaker.call(|| fetch_balance("alice"));
+    // While open, calls fail fast without reaching the dependency.
+    if let Err(rejected) = breaker.call(|| Ok::<_, &str>("never sent")) {
+        println!("rejected while open: {rejected}");
+    }
 
-        // Or classify the whole result: a declined card is not the dependency's fault.
-        let charge = breaker.call_with(
-            &|r: &Result<Receipt, PayError>| match r {
-                Ok(_) => Outcome::Success,
-                Err(PayError::Declined) => Outcome::Ignored,
-                Err(_) => Outcome::Failure,
-            },
-            || charge_card("alice", 42),
-        );
-
-        // Async, on any runtime: dropping the future counts as a neutral cancellation.
-        let profile = breaker.call_async(client.get_profile("alice")).await;
-
-        // Or by hand: a permit is an RAII guard; dropping it unrecorded frees its
-        // half-open slot, so no probe can leak.
-        match breaker.try_acquire() {
-            Ok(permit) => permit.record(Outcome::Success, Duration::from_millis(12)),
-            Err(rejected) => eprintln!("{rejected}"), // "call rejected: circuit breaker is open (retry after 4.2s)"
-        }
-        // README end
-        println!("{balance:?} {charge:?} {profile:?}");
-        Ok(())
-    })
+    // Five seconds later the next calls are probes; three successes close it.
+    clock.advance(Duration::from_secs(5));
+    for _ in 0..3 {
+        let _ = breaker.call(|| Ok::<_, &str>("pong"));
+    }
+    assert_eq!(breaker.state(), State::Closed);
+    Ok(())
 }

@@ -76,9 +76,10 @@ pub mod timeout;
 pub mod tower;
 
 pub use breaker::{
-    CallAsync, CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig, ConfigError,
-    ConfigWarning, Event, EventKind, HalfOpenPolicy, Metrics, OwnedPermit, Permit, Reason,
-    Rejected, State, Subscription, Transition, WindowConfig, WindowSnapshot,
+    Backoff, CallAsync, CallError, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerConfig,
+    ConfigError, ConfigWarning, Event, EventKind, HalfOpenPolicy, Jitter, Metrics, OpenDuration,
+    OwnedPermit, Permit, Reason, Rejected, State, Subscription, Transition, WindowConfig,
+    WindowSnapshot,
 };
 pub use classify::{Classifier, DefaultClassifier, Outcome};
 pub use clock::{Clock, ManualClock, Timestamp};

@@ -92,7 +92,7 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(n, 0, "half-open path allocated {n} times");
 }
 
-/// Issue #2's memory goal: one breaker with a 100-call count window or a
+/// The breaker's memory goal: one breaker with a 100-call count window or a
 /// 10-bucket time window in at most 2 KiB, everything it allocates counted.
 #[test]
 fn one_breaker_fits_in_two_kib() {

@@ -94,7 +94,7 @@ fn twenty_thousand_keyed_breakers_fit_in_40_mib() {
     );
 }
 
-/// Issue 19's goal: a keyed breaker with a count-100 window costs at most
+/// The keyed breakers' memory goal: a keyed breaker with a count-100 window costs at most
 /// 512 bytes, its registry entry and name included — a million in
 /// 512 MiB. Counted here in bytes asked of the allocator (what it really
 /// hands out, headers and all, is measured by

@@ -169,6 +169,25 @@ pub(crate) fn mix_seed(seed: u64, instance: u64) -> u64 {
     seed ^ splitmix64(&mut s)
 }
 
+/// A plain `Duration` is a fixed open duration, so a config reads as it
+/// would in a file (`open_duration = "5s"`):
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::{CircuitBreakerConfig, OpenDuration};
+///
+/// let config = CircuitBreakerConfig {
+///     open_duration: Duration::from_secs(5).into(),
+///     ..Default::default()
+/// };
+/// assert_eq!(config.open_duration, OpenDuration::Fixed(Duration::from_secs(5)));
+/// ```
+impl From<Duration> for OpenDuration {
+    fn from(wait: Duration) -> Self {
+        OpenDuration::Fixed(wait)
+    }
+}
+
 impl fmt::Display for OpenDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

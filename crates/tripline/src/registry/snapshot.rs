@@ -1,4 +1,4 @@
-//! State snapshots of a whole registry (issue #3 item 10): short-lived
+//! State snapshots of a whole registry: short-lived
 //! processes (CLI tools, serverless functions, workers that restart often)
 //! keep their protection across restarts by writing the family's breaker
 //! states out at exit and reading them back at start.

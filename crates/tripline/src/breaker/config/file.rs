@@ -154,6 +154,41 @@ fn top_level_key_of(text: &str, offset: usize) -> Option<String> {
     (bare && rest.trim().is_empty()).then(|| key.to_owned())
 }
 
+/// The 1-based line where `field` (dotted, as validation names it) is
+/// written: the line of its top-level key, which for a nested field
+/// (`half_open.calls`) is the line of its inline table or of its section.
+/// Validation runs on the parsed config, which has forgotten where its
+/// values came from, so the text is searched instead; `None` when the key
+/// is not written (a default was refused), and then no line is shown.
+fn line_of_field(text: &str, field: &str, format: ConfigFormat) -> Option<usize> {
+    let key = field.split(['.', '[']).next().filter(|k| !k.is_empty())?;
+    let written_here = |line: &str| -> bool {
+        match format {
+            // `key = …`, `key.sub = …` or a `[key]` section.
+            ConfigFormat::Toml => {
+                let l = line.trim_start();
+                let after = l.strip_prefix('[').unwrap_or(l).strip_prefix(key);
+                after.is_some_and(|rest| {
+                    let rest = rest.trim_start();
+                    rest.starts_with('=') || rest.starts_with('.') || rest.starts_with(']')
+                })
+            }
+            // A top-level `key:` (not indented: a nested map's key of the
+            // same name is another field).
+            ConfigFormat::Yaml => line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':')),
+            // `"key":` anywhere on the line (JSON is often one line).
+            ConfigFormat::Json => {
+                let quoted = format!("\"{key}\"");
+                line.match_indices(&quoted)
+                    .any(|(i, _)| line[i + quoted.len()..].trim_start().starts_with(':'))
+            }
+        }
+    };
+    text.lines().position(written_here).map(|i| i + 1)
+}
+
 /// The top-level `name` string of a config text, read leniently so that it
 /// is known even when the config itself does not deserialise (a typo'd
 /// field, a value of the wrong type); `None` when the text has none or does
@@ -200,7 +235,7 @@ impl CircuitBreakerConfig {
     /// let err = CircuitBreakerConfig::from_str_with_format(toml, ConfigFormat::Toml).unwrap_err();
     /// assert_eq!(
     ///     err.to_string(),
-    ///     "breaker \"payments\": `failure_rate_threshold` must be a fraction in (0, 1], got 1.5"
+    ///     "line 2: breaker \"payments\": `failure_rate_threshold` must be a fraction in (0, 1], got 1.5"
     /// );
     /// ```
     pub fn from_str_with_format(
@@ -257,6 +292,7 @@ impl CircuitBreakerConfig {
             })?,
         };
         config.validate().map_err(|e| ConfigFileError {
+            line: line_of_field(text, &e.field, format),
             field: Some(e.field.clone()),
             ..ConfigFileError::new(e.constraint)
         })?;
@@ -337,6 +373,43 @@ mod tests {
             err.to_string(),
             "line 2: breaker \"payments\": `minimum_calls` invalid type: string \"x\", expected u32"
         );
+        // Validation refuses a value after parsing; the line is still named.
+        let cases = [
+            (
+                ConfigFormat::Toml,
+                "name = \"p\"\n\nfailure_rate_threshold = 1.5\n",
+                3,
+            ),
+            (
+                ConfigFormat::Toml,
+                "name = \"p\"\nwindow = { kind = \"count\", size = 0 }\n",
+                2,
+            ),
+            (
+                ConfigFormat::Toml,
+                "name = \"p\"\n[half_open]\npolicy = \"consecutive\"\nsuccesses = 0\n",
+                2,
+            ),
+            (
+                ConfigFormat::Yaml,
+                "name: p\nhalf_open:\n  policy: consecutive\n  successes: 0\n",
+                2,
+            ),
+            (
+                ConfigFormat::Yaml,
+                "name: p\nfailure_rate_threshold: 2\n",
+                2,
+            ),
+            (
+                ConfigFormat::Json,
+                "{\n  \"name\": \"p\",\n  \"failure_rate_threshold\": 1.5\n}",
+                3,
+            ),
+        ];
+        for (format, text, line) in cases {
+            let err = CircuitBreakerConfig::from_str_with_format(text, format).unwrap_err();
+            assert_eq!(err.line, Some(line), "{text}: {err}");
+        }
         // No name in the file: nothing invented (the default name would
         // mislead).
         let err = CircuitBreakerConfig::from_str_with_format(
