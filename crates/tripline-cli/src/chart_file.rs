@@ -5,18 +5,25 @@
 //! command needs no system library), at twice the SVG's size so that the
 //! 9–10 px labels stay readable. Any other extension is refused before any
 //! work: bytes of one format under another's name open as a broken image.
+//!
+//! The rasteriser is the cargo feature `charts` (on by default): a build
+//! that leaves it out (the README's quick first build) still writes SVG and
+//! refuses a `.png` up front, saying how to get it.
 
 use std::path::Path;
 
+#[cfg(feature = "charts")]
 use resvg::{tiny_skia, usvg};
 
 use crate::CliError;
 
 /// Pixels per SVG unit in a PNG.
+#[cfg(feature = "charts")]
 const PNG_SCALE: f32 = 2.0;
 
 /// Families the charts name, then common sans-serif families a system is
 /// likely to have, tried in order for the generic `sans-serif`.
+#[cfg(feature = "charts")]
 const SANS_SERIF: [&str; 6] = [
     "Helvetica",
     "Arial",
@@ -51,7 +58,15 @@ pub(crate) fn format_of(path: &Path) -> Result<ChartFormat, CliError> {
 
 /// Checks `--chart` before any work, so a typo'd extension costs nothing.
 pub(crate) fn check(path: Option<&Path>) -> Result<(), CliError> {
-    path.map_or(Ok(()), |p| format_of(p).map(|_| ()))
+    let Some(path) = path else { return Ok(()) };
+    match format_of(path)? {
+        ChartFormat::Png if !cfg!(feature = "charts") => Err(CliError::input(format!(
+            "--chart {}: this tripline was built without PNG charts (cargo feature `charts`); \
+             name the file .svg, or build with the default features",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `svg` to `path` in the format its extension names.
@@ -69,6 +84,7 @@ pub(crate) fn write(path: &Path, svg: &str) -> Result<(), CliError> {
 /// `svg` rasterised as a PNG at [`PNG_SCALE`]. Text needs a font: without
 /// any system font resvg would silently draw a chart with no labels, so
 /// that is an error saying what to install instead.
+#[cfg(feature = "charts")]
 fn png(svg: &str) -> Result<Vec<u8>, String> {
     let mut options = usvg::Options::default();
     let db = options.fontdb_mut();
@@ -104,4 +120,10 @@ fn png(svg: &str) -> Result<Vec<u8>, String> {
         &mut pixmap.as_mut(),
     );
     pixmap.encode_png().map_err(|e| e.to_string())
+}
+
+/// Without the `charts` feature [`check`] refuses a `.png` before any work.
+#[cfg(not(feature = "charts"))]
+fn png(_svg: &str) -> Result<Vec<u8>, String> {
+    Err("this tripline was built without PNG charts (cargo feature `charts`)".to_owned())
 }

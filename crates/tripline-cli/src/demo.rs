@@ -18,6 +18,7 @@ use tripline::{
 };
 
 use crate::CliError;
+use crate::words::count;
 
 /// Options of `tripline demo`.
 #[derive(Args, Debug)]
@@ -26,10 +27,11 @@ pub(crate) struct DemoArgs {
     /// vocabulary) instead of the built-in one.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
-    /// Time to run: seconds (`80`) or a duration (`80s`, `2m`); simulated
-    /// time (default 80 s), or with `--live` wall-clock time (default 60 s).
-    #[arg(long, value_parser = parse_seconds, alias = "duration")]
-    seconds: Option<u64>,
+    /// How long to run: a duration (`80s`, `2m`) or whole seconds (`80`);
+    /// simulated time (default 80 s), or with `--live` wall-clock time
+    /// (default 60 s). `--seconds` is an older name for it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds, alias = "seconds")]
+    duration: Option<u64>,
     /// Run the real proxy in this process instead: two in-process
     /// upstreams under load, one failing then the other slow, with the
     /// live dashboard's URL printed to watch the breakers trip and recover.
@@ -98,9 +100,9 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
 
 pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
     if args.live {
-        return crate::demo_live::run(Duration::from_secs(args.seconds.unwrap_or(60)));
+        return crate::demo_live::run(Duration::from_secs(args.duration.unwrap_or(60)));
     }
-    let seconds = args.seconds.unwrap_or(80);
+    let seconds = args.duration.unwrap_or(80);
     let config = load_config(args)?;
     let clock = ManualClock::new();
     let (breaker, warnings) = CircuitBreaker::builder()
@@ -146,8 +148,11 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
     }
     let m = breaker.metrics();
     println!(
-        "\n{} calls: {sent} sent ({} succeeded, {} failed), {rejected} rejected locally; final state {}",
-        calls, m.calls.successful, m.calls.failed, m.state
+        "\n{}: {sent} sent ({} succeeded, {} failed), {rejected} rejected locally; final state {}",
+        count(calls, "call"),
+        m.calls.successful,
+        m.calls.failed,
+        m.state
     );
     Ok(())
 }
@@ -156,12 +161,12 @@ fn print_event(e: &Event) {
     if let EventKind::Transition(t) = &e.kind {
         let w = &t.window;
         let mut line = format!(
-            "{:>7.1}s  {:<9} → {:<9} reason={:<21} window: {} calls, {} failed ({:.0}%), {} slow ({:.0}%)",
+            "{:>7.1}s  {:<9} → {:<9} reason={:<21} window: {}, {} failed ({:.0}%), {} slow ({:.0}%)",
             e.at.as_secs_f64(),
             t.from.as_str(),
             t.to.as_str(),
             t.reason.as_str(),
-            w.calls,
+            count(w.calls, "call"),
             w.failures,
             w.failure_rate() * 100.0,
             w.slow,

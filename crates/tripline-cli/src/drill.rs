@@ -6,10 +6,15 @@
 //! field and line; a target that does not answer; Ctrl-C). A drill file is
 //! input a drill could not run with, so it is 3 here rather than the 2 of
 //! the other commands: 2 is the abort rule's.
+//!
+//! The drill engine is the cargo feature `drill` (on by default); a build
+//! without it (the README's quick first build) keeps the command and says
+//! how to get it.
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+#[cfg(feature = "drill")]
 use tripline_drill::{Drill, compare, render};
 
 use crate::CliError;
@@ -25,6 +30,7 @@ pub(crate) enum Format {
 
 /// Options of `tripline drill`.
 #[derive(Args, Debug)]
+#[cfg_attr(not(feature = "drill"), allow(dead_code))]
 pub(crate) struct DrillArgs {
     /// The drill file (TOML): target, load, phases, abort rule, expectations.
     file: PathBuf,
@@ -47,6 +53,15 @@ fn could_not_run(message: impl Into<String>) -> CliError {
     }
 }
 
+/// Without the drill engine: the command exists and says how to get it.
+#[cfg(not(feature = "drill"))]
+pub(crate) fn run(_args: &DrillArgs) -> Result<(), CliError> {
+    Err(could_not_run(
+        "this tripline was built without drills (cargo feature `drill`); build it with the default features",
+    ))
+}
+
+#[cfg(feature = "drill")]
 pub(crate) fn run(args: &DrillArgs) -> Result<(), CliError> {
     let drill = Drill::load(&args.file).map_err(|e| could_not_run(e.to_string()))?;
     // Simulated first: a bad scenario fails before any load is sent.

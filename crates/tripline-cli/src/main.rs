@@ -2,7 +2,8 @@
 //!
 //! Exit status: 0 on success, 2 on bad input (a config or scenario that
 //! fails validation), 1 on any other error; `drill` has its own statuses
-//! (see `drill.rs`).
+//! (see `drill.rs`). Log lines from the library and the proxy go to stderr
+//! through the subscriber in `logging.rs`.
 
 mod chart_file;
 mod check;
@@ -11,19 +12,29 @@ mod demo;
 mod demo_live;
 mod drill;
 mod kind;
+mod logging;
 mod proxy;
 mod run;
 mod simulate;
 mod sweep;
+mod words;
 
 use std::process::ExitCode;
 
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
 /// Fault tolerance for services that call other services.
 #[derive(Parser, Debug)]
 #[command(name = "tripline", version, about)]
 struct Cli {
+    /// Log level or `RUST_LOG`-style directives for the lines on stderr
+    /// (default: `info` for `proxy`, `warn` otherwise; `RUST_LOG` when set).
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Log lines as text or as one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -58,7 +69,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let default_level = match cli.command {
+        Command::Proxy(_) => "info",
+        _ => "warn",
+    };
+    if let Err(e) = logging::install(cli.log_level.as_deref(), cli.log_format, default_level) {
+        eprintln!("tripline: {}", e.message);
+        return ExitCode::from(e.status);
+    }
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(&args),
@@ -76,6 +98,24 @@ fn main() -> ExitCode {
             ExitCode::from(e.status)
         }
     }
+}
+
+/// Prints clap's error (exit 2) or help (exit 0). A command given to
+/// `tripline run` without `--` before it is the commonest slip there, and
+/// clap alone only says "unexpected argument": say where the `--` goes.
+fn usage_error(mut e: clap::Error) -> ExitCode {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let in_run = args.iter().take_while(|a| *a != "--").any(|a| a == "run");
+    if in_run && e.kind() == ErrorKind::UnknownArgument {
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                "put `--` before the command: tripline run [OPTIONS] -- CMD ARGS".into(),
+            ]),
+        );
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// An error for the user, with the exit status it maps to.

@@ -121,8 +121,8 @@ pub(crate) struct RunArgs {
     #[arg(long = "force-open", value_name = "NAME")]
     force_open: Option<String>,
     /// Breaker config (TOML, YAML or JSON, the library's vocabulary);
-    /// default: failure rate ≥ 50% over 60 s, at least 10 runs, 30 s open,
-    /// 3 probes.
+    /// default: failure rate ≥ 50% over the last 10 minutes, at least 5
+    /// runs, 30 s open, 3 probes.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Where state files live; default `$XDG_STATE_HOME/tripline`

@@ -77,3 +77,39 @@ fn an_unwritable_state_dir_exits_2_without_running_the_command() {
         "--state-dir",
     );
 }
+
+#[test]
+fn a_forgotten_double_dash_is_explained() {
+    let env = Env::new();
+    let out = env.run(T0, &["--breaker", "x", "touch", "ran"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("put `--` before the command: tripline run [OPTIONS] -- CMD ARGS"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!env.path("ran").exists(), "the command ran");
+}
+
+#[test]
+fn a_config_value_out_of_range_names_file_line_and_field() {
+    let env = Env::new();
+    std::fs::write(
+        env.path("b.toml"),
+        "# deploys\nminimum_calls = 5\nfailure_rate_threshold = 1.5\n",
+    )
+    .expect("write");
+    let out = env.run(
+        T0,
+        &["--breaker", "x", "--config", "b.toml", "--", "touch", "ran"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "b.toml:3: breaker \"x\": `failure_rate_threshold` must be a fraction in (0, 1], got 1.5"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!env.path("ran").exists(), "the command ran");
+}

@@ -38,9 +38,8 @@ fn kill_9_while_holding_the_lock_leaves_a_usable_state() {
 
     // The old state is intact and the lock is free: the next runs proceed.
     assert_eq!(env.state_json("build"), before);
-    for _ in 0..6 {
-        assert_eq!(env.run(T0, &a).status.code(), Some(1));
-    }
+    // The fifth failure reaches the default minimum of 5 runs and trips.
+    assert_eq!(env.run(T0, &a).status.code(), Some(1));
     assert_eq!(env.state_json("build")["checkpoint"]["state"], "open");
 }
 
@@ -118,7 +117,7 @@ fn a_killed_probe_frees_its_slot_at_once_as_abandoned() {
     assert_eq!(s["counters"]["abandoned"], 1);
     assert_eq!(s["counters"]["reclaimed"], 0);
     assert!(
-        env.status(T0 + 10, "p").contains("1 abandoned probes"),
+        env.status(T0 + 10, "p").ends_with("1 abandoned probe\n"),
         "{}",
         env.status(T0 + 10, "p")
     );

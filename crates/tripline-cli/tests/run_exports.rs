@@ -16,7 +16,7 @@ use run_common::{Env, T0, args, sh};
 fn textfile_holds_state_gauges_and_run_counters() {
     let env = Env::new();
     std::fs::create_dir(env.path("prom")).expect("dir");
-    for _ in 0..10 {
+    for _ in 0..5 {
         env.run(
             T0,
             &args(&["--breaker", "api", "--textfile", "prom"], &sh("exit 1")),
@@ -24,7 +24,7 @@ fn textfile_holds_state_gauges_and_run_counters() {
     }
     let text = std::fs::read_to_string(env.path("prom/api.prom")).expect("written");
     assert!(
-        text.contains("tripline_run_total{breaker=\"api\",outcome=\"failure\"} 10"),
+        text.contains("tripline_run_total{breaker=\"api\",outcome=\"failure\"} 5"),
         "{text}"
     );
     assert!(

@@ -261,3 +261,17 @@ fn a_misspelt_table_is_named_as_a_table_with_the_likely_one() {
         ],
     );
 }
+
+#[test]
+fn a_value_of_the_wrong_type_says_a_number_is_expected_not_a_rust_type() {
+    let src = format!("duration = \"60s\"\n[traffic]\nrate = \"fast\"\n{BREAKER}");
+    rejects(
+        "typed",
+        &src,
+        &[
+            ":3:8:",
+            "in [traffic], field `rate`",
+            "invalid type: string \"fast\", expected a number",
+        ],
+    );
+}

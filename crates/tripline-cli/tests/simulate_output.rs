@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 use support::{Dir, bundled, tripline};
 
-/// The scenario of issue #4, verbatim.
-const ISSUE: &str = r#"
+/// The simulator's reference scenario, verbatim.
+const REFERENCE: &str = r#"
 name = "payments: database failover"
 duration = "120s"
 seed = 7
@@ -67,8 +67,8 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 #[test]
 fn same_file_and_seed_give_byte_identical_text_json_and_svg() {
     let dir = Dir::new();
-    let issue = dir.write("issue.toml", ISSUE);
-    for file in [issue, bundled("replica-resonance.toml")] {
+    let reference = dir.write("reference.toml", REFERENCE);
+    for file in [reference, bundled("replica-resonance.toml")] {
         let path = file.to_str().expect("utf-8 path");
         let mut outputs = Vec::new();
         for i in 0..2 {
@@ -93,8 +93,8 @@ fn same_file_and_seed_give_byte_identical_text_json_and_svg() {
 #[test]
 fn the_seed_drives_probabilistic_faults() {
     let dir = Dir::new();
-    let a = dir.write("a.toml", ISSUE);
-    let b = dir.write("b.toml", &ISSUE.replace("seed = 7", "seed = 8"));
+    let a = dir.write("a.toml", REFERENCE);
+    let b = dir.write("b.toml", &REFERENCE.replace("seed = 7", "seed = 8"));
     let flaky = |f: &std::path::Path| {
         let r = tripline(["simulate", f.to_str().expect("path"), "--format", "json"]).json();
         r["runs"][0]["faults"][2]["failed"]
@@ -113,7 +113,7 @@ fn the_seed_drives_probabilistic_faults() {
 #[test]
 fn json_schema_is_stable() {
     let dir = Dir::new();
-    let file = dir.write("issue.toml", ISSUE);
+    let file = dir.write("reference.toml", REFERENCE);
     let r = tripline(["simulate", file.to_str().expect("path"), "--format", "json"]).json();
     assert_eq!(
         keys(&r),

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::events::TransitionSeen;
 use crate::file::Drill;
 use crate::verdict::Outcome;
 
@@ -32,15 +33,7 @@ pub fn text(drill: &Drill, o: &Outcome) -> String {
     } else {
         let _ = writeln!(s, "transitions:");
         for t in &o.transitions {
-            let _ = writeln!(
-                s,
-                "  {:>7.2}s  {}: {} -> {} ({})",
-                t.at.as_secs_f64(),
-                t.breaker,
-                t.from,
-                t.to,
-                t.reason
-            );
+            let _ = writeln!(s, "{}", transition_line(t));
         }
     }
     let widths = [
@@ -167,4 +160,37 @@ fn xml(s: &str) -> String {
         }
     }
     out
+}
+
+/// One transition as `tripline simulate` and the breaker's own events
+/// write it: `from → to`, the same arrow everywhere.
+fn transition_line(t: &TransitionSeen) -> String {
+    format!(
+        "  {:>7.2}s  {}: {} → {} ({})",
+        t.at.as_secs_f64(),
+        t.breaker,
+        t.from,
+        t.to,
+        t.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transition_reads_with_the_arrow_simulate_uses() {
+        let t = TransitionSeen {
+            breaker: "checkout".into(),
+            from: "closed".into(),
+            to: "open".into(),
+            reason: "failure_rate".into(),
+            at: std::time::Duration::from_millis(1500),
+        };
+        assert_eq!(
+            transition_line(&t),
+            "     1.50s  checkout: closed → open (failure_rate)"
+        );
+    }
 }

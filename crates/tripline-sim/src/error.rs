@@ -72,7 +72,7 @@ impl<'a> Locator<'a> {
 
     /// Translates a TOML/serde error, recovering the table and field from its span.
     pub(crate) fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
-        let message = e.message().trim().to_owned();
+        let message = plain_type_names(e.message().trim());
         let Some(span) = e.span() else {
             return self.at(None, None, None, message);
         };
@@ -235,6 +235,22 @@ impl<'a> Locator<'a> {
 }
 
 /// The field named in a serde message such as "unknown field `x`, expected ...".
+/// Serde names Rust types ("expected f64", "expected u32"); a scenario's
+/// author writes TOML, where those are numbers and whole numbers.
+fn plain_type_names(message: &str) -> String {
+    let Some((head, expected)) = message.rsplit_once("expected ") else {
+        return message.to_owned();
+    };
+    let plain = match expected {
+        "f32" | "f64" => "a number",
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "a boolean" | "bool" => "true or false",
+        _ => return message.to_owned(),
+    };
+    format!("{head}expected {plain}")
+}
+
 pub(crate) fn named_field(message: &str) -> Option<&str> {
     ["unknown field `", "missing field `"]
         .iter()
@@ -276,6 +292,22 @@ fn floor_char(s: &str, mut pos: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn type_errors_name_toml_kinds_not_rust_types() {
+        assert_eq!(
+            plain_type_names("invalid type: string \"fast\", expected f64"),
+            "invalid type: string \"fast\", expected a number"
+        );
+        assert_eq!(
+            plain_type_names("invalid type: string \"x\", expected u32"),
+            "invalid type: string \"x\", expected a whole number, 0 or more"
+        );
+        assert_eq!(
+            plain_type_names("missing field `rate`"),
+            "missing field `rate`"
+        );
+    }
 
     #[test]
     fn paths_through_inline_tables_and_headers() {

@@ -365,8 +365,16 @@ impl Sweep {
                 .total_cmp(&b.score.value)
                 .then(a.index.cmp(&b.index))
         });
-        for (r, res) in results.iter_mut().enumerate() {
-            res.rank = r + 1;
+        // Standard competition ranking ("1, 1, 3"): results whose scores
+        // are equal to the millisecond share the first one's rank, and the
+        // next result's rank counts every result above it.
+        let mut previous: Option<(f64, usize)> = None;
+        for (i, res) in results.iter_mut().enumerate() {
+            res.rank = match previous {
+                Some((score, rank)) if same_score(score, res.score.value) => rank,
+                _ => i + 1,
+            };
+            previous = Some((res.score.value, res.rank));
         }
         Ok(Sweep {
             scenario: scenario.name.clone(),
@@ -385,6 +393,13 @@ fn err_of(scenario: &Scenario, label: &str, e: &tripline::ConfigError) -> Scenar
         field: Some(e.field.clone()),
         message: e.constraint.clone(),
     }
+}
+
+/// Whether two scores are equal to the millisecond: closer than that, the
+/// order between two configs is the grid's, not merit, and they share a
+/// rank.
+pub fn same_score(a: f64, b: f64) -> bool {
+    (a - b).abs() < 0.0005
 }
 
 #[cfg(test)]

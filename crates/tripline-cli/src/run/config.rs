@@ -10,20 +10,31 @@ use tripline::{CircuitBreakerConfig, HalfOpenPolicy, WindowConfig};
 use crate::CliError;
 
 /// Defaults for a pipeline step guarding a shared dependency: trip at a
-/// failure rate of 50% over the last 60 s once 10 runs were seen, stay
-/// open 30 s, then let 3 probe runs through: all three must succeed to
-/// close, and the first failure reopens (the round's threshold, 30%, is
-/// reached by one failure of three). No half-open time cap:
-/// a probe is a whole pipeline step and may take minutes; a probe that
-/// never reports back is reclaimed through its lease instead.
+/// failure rate of 50% over the last 10 minutes once 5 runs were seen,
+/// stay open 30 s, then let 3 probe runs through: all three must succeed
+/// to close, and the first failure reopens (the round's threshold, 30%, is
+/// reached by one failure of three).
+///
+/// Why these numbers: pipeline steps and cron jobs run a few times an
+/// hour, not a few times a second, so the window is minutes long (a 60 s
+/// window would rarely hold enough runs to judge), and 5 runs are enough
+/// evidence for a whole step (one flaky run of five is 20%, far from a
+/// trip; three failures of five are a broken dependency). The 3 probes fit
+/// within the 5 runs (validation requires probes ≤ `minimum_calls`). No
+/// half-open time cap: a probe is a whole pipeline step and may take
+/// minutes; a probe that never reports back is reclaimed through its lease
+/// instead.
+pub(crate) const DEFAULT_MINIMUM_RUNS: u32 = 5;
+
+/// The defaults described on [`DEFAULT_MINIMUM_RUNS`].
 pub(crate) fn defaults(name: &str) -> CircuitBreakerConfig {
     CircuitBreakerConfig {
         name: name.to_owned(),
         window: WindowConfig::Time {
-            length: Duration::from_secs(60),
-            buckets: 12,
+            length: Duration::from_secs(600),
+            buckets: 10,
         },
-        minimum_calls: 10,
+        minimum_calls: DEFAULT_MINIMUM_RUNS,
         failure_rate_threshold: 0.5,
         open_duration: OpenDuration::Fixed(Duration::from_secs(30)),
         half_open: HalfOpenPolicy::Permits {

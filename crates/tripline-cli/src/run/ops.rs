@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tripline::{CircuitBreakerConfig, State};
+use tripline::{CircuitBreakerConfig, State, WindowSnapshot};
 
 use super::clock::WallClock;
 use super::exec::{self, Spec};
@@ -14,6 +14,7 @@ use super::rebuild::{self, apply, rebuild, settle};
 use super::state::{Checkpoint, Operator, ProbeEvent, Verdict};
 use super::store::Store;
 use crate::CliError;
+use crate::words::count;
 
 /// How long a probe's lease lasts without `--timeout`.
 const DEFAULT_LEASE: Duration = Duration::from_secs(3600);
@@ -167,8 +168,9 @@ fn trip_reason(probe: bool, before: tripline::WindowSnapshot, verdict: Verdict) 
     let calls = before.calls + 1;
     let failures = before.failures + u64::from(matches!(verdict, Verdict::Failure));
     format!(
-        "failure rate {:.0}% over {calls} runs",
-        100.0 * failures as f64 / calls as f64
+        "failure rate {:.0}% over {}",
+        100.0 * failures as f64 / calls as f64,
+        count(calls, "run")
     )
 }
 
@@ -206,22 +208,50 @@ pub(crate) fn status(ctx: &Context<'_>) -> Result<u8, CliError> {
                 secs(Duration::from_nanos(left))
             )
         }
-        State::HalfOpen => format!("half-open ({} probes in flight)", rebuilt.leases.len()),
-        State::ForcedOpen => describe_open(&state.checkpoint),
-        _ => format!(
-            "closed (failure rate {:.0}% over {} runs in the window)",
-            100.0 * w.failure_rate(),
-            w.calls
+        State::HalfOpen => format!(
+            "half-open ({} in flight)",
+            count(rebuilt.leases.len() as u64, "probe")
         ),
+        State::ForcedOpen => describe_open(&state.checkpoint),
+        _ => describe_closed(&ctx.config, &w),
     };
     println!("breaker {:?}: {line}", ctx.name);
     println!("state file: {}", ctx.store.state_path().display());
     let c = &state.counters;
     println!(
-        "runs: {} succeeded, {} failed, {} ignored, {} rejected, {} cancelled, {} reclaimed probes, {} abandoned probes",
-        c.succeeded, c.failed, c.ignored, c.rejected, c.cancelled, c.reclaimed, c.abandoned
+        "runs: {} succeeded, {} failed, {} ignored, {} rejected, {} cancelled, {}, {}",
+        c.succeeded,
+        c.failed,
+        c.ignored,
+        c.rejected,
+        c.cancelled,
+        count(c.reclaimed, "reclaimed probe"),
+        count(c.abandoned, "abandoned probe")
     );
     Ok(0)
+}
+
+/// Why a closed breaker is still closed: too few runs in the window to
+/// judge, or rates below their thresholds (a 100% failure rate over too
+/// few runs reads like a bug otherwise).
+fn describe_closed(config: &CircuitBreakerConfig, w: &WindowSnapshot) -> String {
+    let rate = format!(
+        "failure rate {:.0}% over {}",
+        100.0 * w.failure_rate(),
+        count(w.calls, "run")
+    );
+    if w.calls < u64::from(config.minimum_calls) {
+        format!(
+            "closed ({rate}): needs {} in the window before it can trip; {} so far",
+            count(u64::from(config.minimum_calls), "run"),
+            w.calls
+        )
+    } else {
+        format!(
+            "closed ({rate}, below the {:.0}% threshold)",
+            100.0 * config.failure_rate_threshold
+        )
+    }
 }
 
 /// `--reset` / `--force-open`.

@@ -22,7 +22,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value, json};
 
 use super::{Sweep, SweepResult};
-use crate::report::text::{fmt_secs, table};
+use crate::report::text::{count, fmt_secs, table};
 
 mod chart;
 
@@ -32,9 +32,10 @@ pub use chart::{LABELLED, MARKED, chart};
 pub const SCORE_FORMULA: &str = "detection + 5s × false_trips + (collateral_rejected + sent_after_trip) ÷ (rate × replicas) + 10s × lock-step share; lower is better";
 
 /// Whether the result at `i` (rank order) has the score of a neighbour, to
-/// the millisecond: the ranking between them is file order, not merit.
+/// the millisecond: they share a rank, and the order between them is grid
+/// order, not merit.
 pub fn is_tie(s: &Sweep, i: usize) -> bool {
-    let same = |a: &SweepResult, b: &SweepResult| (a.score.value - b.score.value).abs() < 0.0005;
+    let same = |a: &SweepResult, b: &SweepResult| super::same_score(a.score.value, b.score.value);
     let r = &s.results[i];
     (i > 0 && same(&s.results[i - 1], r)) || s.results.get(i + 1).is_some_and(|n| same(n, r))
 }
@@ -51,10 +52,10 @@ pub fn text(s: &Sweep) -> String {
     let mut out = String::new();
     writeln!(
         out,
-        "sweep of breaker {:?} on {:?}: {} configs\nscore = {SCORE_FORMULA}\n",
+        "sweep of breaker {:?} on {:?}: {}\nscore = {SCORE_FORMULA}\n",
         s.breaker,
         s.scenario,
-        s.results.len()
+        count(s.results.len() as u64, "config", "configs")
     )
     .ok();
     let mut headers = vec![
@@ -74,15 +75,9 @@ pub fn text(s: &Sweep) -> String {
     let shown = s.results.len().min(TEXT_ROWS);
     let rows: Vec<Vec<String>> = s.results[..shown]
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let rank = if is_tie(s, i) {
-                format!("{}=", r.rank)
-            } else {
-                r.rank.to_string()
-            };
+        .map(|r| {
             let mut row = vec![
-                rank,
+                r.rank.to_string(),
                 format!("{:.1}", r.score.value),
                 fmt_secs(r.score.detection),
                 r.score.missed.to_string(),
@@ -104,7 +99,9 @@ pub fn text(s: &Sweep) -> String {
         writeln!(out, "… and {more} more (all are in --format csv or json)").ok();
     }
     if (0..shown).any(|i| is_tie(s, i)) {
-        out.push_str("rank `n=`: tied with a neighbour to the millisecond; the order between them is grid order\n");
+        out.push_str(
+            "equal ranks are tied to the millisecond; tied configs are listed in grid order\n",
+        );
     }
     // A row that missed an outage or never tripped usually explains itself
     // in its config's warnings (a window that can never hold minimum_calls).

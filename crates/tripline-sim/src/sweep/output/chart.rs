@@ -252,8 +252,11 @@ pub fn chart(s: &Sweep) -> String {
 }
 
 /// `#1–#4, #11, #12`: ranks sharing a spot, runs of three or more
-/// consecutive ranks written as a range.
+/// consecutive ranks written as a range; tied configs (one rank) coincide
+/// and are named once.
 fn rank_label(ranks: &[usize]) -> String {
+    let mut ranks = ranks.to_vec();
+    ranks.dedup();
     let mut parts = Vec::new();
     let mut i = 0;
     while i < ranks.len() {
@@ -295,9 +298,11 @@ fn key_lines(s: &Sweep) -> Key {
         .results
         .iter()
         .take(LABELLED)
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let text = format!("#{}  {}  (score {:.1})", r.rank, params(r), r.score.value);
-            (text, r.rank <= MARKED)
+            // The ringed ones: the first MARKED rows, ties or not.
+            (text, i < MARKED)
         })
         .collect();
     let half = full / 2.0;
@@ -328,6 +333,7 @@ mod tests {
     fn coinciding_ranks_are_listed_with_runs_as_ranges() {
         assert_eq!(rank_label(&[1, 2, 3, 4, 11, 12]), "#1–#4, #11, #12");
         assert_eq!(rank_label(&[7]), "#7");
+        assert_eq!(rank_label(&[1, 1, 3, 4, 5]), "#1, #3–#5");
     }
 
     #[test]
