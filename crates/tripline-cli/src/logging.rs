@@ -5,7 +5,8 @@
 //! a rapid reset); without a subscriber those lines are built and dropped.
 //! The level comes from `--log-level`, else `RUST_LOG`, else the command's
 //! default: `info` for `proxy` (a long-running service whose state changes
-//! are its operator's record), `warn` for everything else (a one-shot
+//! are its operator's record), `error` for `demo` (which prints every
+//! transition and ejection itself), `warn` for everything else (a one-shot
 //! command's own output is the report; warnings still show). Both take
 //! `EnvFilter` directives, so `--log-level tripline::breaker=debug,warn`
 //! works too. `--log-format json` writes one JSON object per line for log

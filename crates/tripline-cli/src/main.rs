@@ -29,7 +29,8 @@ use clap::{Parser, Subcommand};
 #[command(name = "tripline", version, about)]
 struct Cli {
     /// Log level or `RUST_LOG`-style directives for the lines on stderr
-    /// (default: `info` for `proxy`, `warn` otherwise; `RUST_LOG` when set).
+    /// (default: `info` for `proxy`, `error` for `demo`, `warn` otherwise;
+    /// `RUST_LOG` when set).
     #[arg(long, global = true, value_name = "LEVEL")]
     log_level: Option<String>,
     /// Log lines as text or as one JSON object per line.
@@ -75,6 +76,9 @@ fn main() -> ExitCode {
     };
     let default_level = match cli.command {
         Command::Proxy(_) => "info",
+        // The demo prints every transition and ejection itself: the same
+        // events as log lines would say everything twice.
+        Command::Demo(_) => "error",
         _ => "warn",
     };
     if let Err(e) = logging::install(cli.log_level.as_deref(), cli.log_format, default_level) {

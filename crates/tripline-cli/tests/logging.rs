@@ -138,3 +138,13 @@ fn demo_help_documents_duration_as_the_readme_does() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(out.text().contains("20 calls"), "{}", out.text());
 }
+
+#[test]
+fn the_live_demo_does_not_repeat_its_own_lines_as_log_lines() {
+    let out = tripline(["demo", "--live", "--duration", "6s"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    // The demo prints the ejections itself; at the default level the
+    // outlier detector's WARN lines stay out of its output.
+    assert!(out.text().contains("ejected by"), "{}", out.text());
+    assert!(!out.stderr.contains(" WARN "), "{}", out.stderr);
+}
