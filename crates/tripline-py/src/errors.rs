@@ -106,3 +106,32 @@ pub(crate) fn log_warning(py: Python<'_>, text: &str) {
         e.write_unraisable(py, None);
     }
 }
+
+static ERRORS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `tripline._errors.<class>(*args)`, raised lazily.
+pub(crate) fn named_error_with<A>(py: Python<'_>, class: &str, args: A) -> PyErr
+where
+    A: for<'py> pyo3::IntoPyObject<'py> + Send + Sync + 'static,
+    for<'py> <A as pyo3::IntoPyObject<'py>>::Target: pyo3::PyTypeCheck,
+{
+    let class = ERRORS
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("tripline._errors")?.into_any().unbind())
+        })
+        .and_then(|m| {
+            m.bind(py)
+                .getattr(class)?
+                .cast_into::<PyType>()
+                .map_err(PyErr::from)
+        });
+    match class {
+        Ok(c) => PyErr::from_type(c, args),
+        Err(e) => e,
+    }
+}
+
+/// `tripline._errors.<class>(message)`.
+pub(crate) fn named_error(py: Python<'_>, class: &str, message: String) -> PyErr {
+    named_error_with(py, class, (message,))
+}

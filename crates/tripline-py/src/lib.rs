@@ -14,6 +14,7 @@
 
 mod breaker;
 mod classify;
+mod cluster;
 mod config;
 mod context;
 mod convert;
@@ -43,6 +44,8 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metrics::Metrics>()?;
     m.add_class::<registry::BreakerRegistry>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<cluster::Cluster>()?;
+    m.add_class::<cluster::call::Served>()?;
     m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
     Ok(())

@@ -10,8 +10,10 @@ from typing import Any
 
 from ._errors import (
     AttemptTimeoutError,
+    BroadcastError,
     BulkheadFullError,
     CircuitOpenError,
+    ClusterUnavailableError,
     DeadlineExceededError,
     Rejected,
     RegistryFullError,
@@ -20,6 +22,7 @@ from ._tripline import (
     AsyncGuarded,
     BreakerRegistry,
     CircuitBreaker,
+    Cluster,
     Event,
     Guarded,
     GuardedAwaitable,
@@ -27,11 +30,16 @@ from ._tripline import (
     Metrics,
     Permit,
     Pipeline,
+    Served,
 )
 
 __all__ = [
     "AsyncGuarded",
     "AttemptTimeoutError",
+    "BroadcastError",
+    "Cluster",
+    "ClusterUnavailableError",
+    "Served",
     "BulkheadFullError",
     "DeadlineExceededError",
     "Pipeline",

@@ -6,7 +6,7 @@ runs), so a rejection stays cheap; the attributes read that tuple.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = [
     "Rejected",
@@ -15,6 +15,8 @@ __all__ = [
     "BulkheadFullError",
     "DeadlineExceededError",
     "AttemptTimeoutError",
+    "ClusterUnavailableError",
+    "BroadcastError",
 ]
 
 
@@ -86,3 +88,21 @@ class DeadlineExceededError(Rejected, TimeoutError):
 class AttemptTimeoutError(TimeoutError):
     """An attempt ran longer than the pipeline's per-attempt timeout; the
     breaker and the retry saw it as a failure."""
+
+
+class ClusterUnavailableError(Rejected):
+    """No endpoint of a `tripline.Cluster` could take the call: every
+    breaker open, every endpoint ejected or tried, or none configured."""
+
+
+class BroadcastError(Exception):
+    """A broadcast failed on too many endpoints; ``results`` maps every
+    endpoint id to its answer or its exception."""
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """Every endpoint's answer or exception, by endpoint id."""
+        return dict(self.args[1]) if len(self.args) > 1 else {}
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 from types import TracebackType
-from typing import Any, Callable, Coroutine, Generator, Mapping, Optional, TypeVar, Union, overload
+from typing import Any, Callable, Coroutine, Generator, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from typing_extensions import Literal, ParamSpec
 
@@ -229,3 +229,47 @@ class Pipeline:
     ) -> None: ...
     def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
+
+class Served:
+    """A failsafe cluster's answer: the endpoint's, or the default
+    (``degraded``), with why (``reason``: "rejected", "failed", "timed_out")."""
+
+    value: Any
+    degraded: bool
+    reason: Optional[str]
+
+class Cluster:
+    """One dependency, many endpoints: a breaker per endpoint, balancing,
+    outlier ejection, and a strategy (failover, failfast, failsafe,
+    broadcast). ``call(address, *args, **kwargs)`` calls one endpoint."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[Union[str, Mapping[str, Any]]],
+        *,
+        call: Callable[..., Any],
+        strategy: Literal["failover", "failfast", "failsafe", "broadcast"] = "failover",
+        name: str = "cluster",
+        balancer: Optional[Literal["round_robin", "weighted_random", "least_outstanding"]] = None,
+        breaker: Optional[Mapping[str, Any]] = None,
+        outlier: Optional[Mapping[str, Any]] = None,
+        retries: int = 2,
+        idempotent: bool = True,
+        budget: Optional[Mapping[str, Any]] = None,
+        fail_percent: Optional[int] = None,
+        default: Any = None,
+        failure_exceptions: Optional[ExceptionTypes] = None,
+        ignore_exceptions: Optional[ExceptionTypes] = None,
+        connect_exceptions: Optional[ExceptionTypes] = None,
+        classify: Optional[Classifier] = None,
+        clock: Optional[ManualClock] = None,
+        seed: Optional[int] = None,
+    ) -> None: ...
+    def call(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def endpoints(self) -> list[dict[str, Any]]: ...
+    @property
+    def name(self) -> str: ...
+    def mark_unhealthy(self, id: str, unhealthy: bool = True) -> bool: ...
+    def analyze(self) -> None: ...

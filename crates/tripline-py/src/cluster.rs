@@ -1,0 +1,249 @@
+//! `tripline.Cluster`: one dependency, many endpoints — a breaker per
+//! endpoint, balancing, outlier ejection, and the library's cluster
+//! strategies (failover, failfast, failsafe, broadcast) over a Python
+//! function that calls one endpoint.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{Map, Value};
+use tripline::budget::{RetryBudget, RetryBudgetConfig};
+use tripline::cluster::{
+    Broadcast, BroadcastConfig, ClusterConfig, Failfast, Failover, FailoverConfig, Failsafe,
+};
+
+use crate::breaker::ManualClock;
+use crate::classify::{Classify, exception_types};
+use crate::config::{from_json, kwargs_json};
+use crate::convert::to_json;
+
+pub(crate) mod call;
+
+/// The strategy a cluster calls with.
+pub(crate) enum Strategy {
+    Failover(Failover),
+    Failfast(Failfast),
+    Failsafe(Failsafe),
+    Broadcast(Broadcast),
+}
+
+/// A dependency served by several endpoints:
+/// `Cluster(["10.0.0.1:80", "10.0.0.2:80"], call=fetch, strategy="failover")`.
+///
+/// `call(address, *args, **kwargs)` calls one endpoint; calling the cluster
+/// (`cluster(*args, **kwargs)` or `cluster.call(...)`) picks endpoints by
+/// the balancer, skipping those whose breaker is open or that outlier
+/// detection ejected, and applies the strategy when one fails.
+#[pyclass(frozen, module = "tripline")]
+pub struct Cluster {
+    pub(crate) cluster: tripline::cluster::Cluster,
+    pub(crate) strategy: Strategy,
+    pub(crate) call: Py<PyAny>,
+    pub(crate) classify: Arc<Classify>,
+    pub(crate) connect: Py<PyAny>,
+    pub(crate) default: Option<Py<PyAny>>,
+}
+
+/// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
+fn endpoints_json(endpoints: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let not_a_list = || {
+        PyTypeError::new_err(
+            "`endpoints` must be a list of addresses or of {id, address, weight} dicts",
+        )
+    };
+    if endpoints.is_instance_of::<PyString>() {
+        return Err(not_a_list());
+    }
+    let mut out = Vec::new();
+    for (i, e) in endpoints.try_iter().map_err(|_| not_a_list())?.enumerate() {
+        let e = e?;
+        if let Ok(s) = e.cast::<PyString>() {
+            let address = s.to_cow()?.into_owned();
+            out.push(serde_json::json!({"id": address, "address": address}));
+        } else {
+            out.push(to_json(&e, "", &format!("endpoints[{i}]"))?);
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+fn policy_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl Cluster {
+    #[new]
+    #[pyo3(signature = (endpoints, *, call, strategy="failover", name="cluster", balancer=None, breaker=None, outlier=None, retries=2, idempotent=true, budget=None, fail_percent=None, default=None, failure_exceptions=None, ignore_exceptions=None, connect_exceptions=None, classify=None, clock=None, seed=None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature, keyword-only
+    fn new(
+        py: Python<'_>,
+        endpoints: &Bound<'_, PyAny>,
+        call: Bound<'_, PyAny>,
+        strategy: &str,
+        name: &str,
+        balancer: Option<&str>,
+        breaker: Option<&Bound<'_, PyDict>>,
+        outlier: Option<&Bound<'_, PyDict>>,
+        retries: u32,
+        idempotent: bool,
+        budget: Option<&Bound<'_, PyDict>>,
+        fail_percent: Option<u32>,
+        default: Option<Bound<'_, PyAny>>,
+        failure_exceptions: Option<Bound<'_, PyAny>>,
+        ignore_exceptions: Option<Bound<'_, PyAny>>,
+        connect_exceptions: Option<Bound<'_, PyAny>>,
+        classify: Option<Bound<'_, PyAny>>,
+        clock: Option<PyRef<'_, ManualClock>>,
+        seed: Option<u64>,
+    ) -> PyResult<Self> {
+        if !call.is_callable() {
+            return Err(PyTypeError::new_err(
+                "`call` must be a callable taking (address, *args, **kwargs)",
+            ));
+        }
+        let mut fields = Map::new();
+        fields.insert("name".into(), Value::String(name.to_owned()));
+        fields.insert("endpoints".into(), endpoints_json(endpoints)?);
+        if let Some(b) = balancer {
+            fields.insert("balancer".into(), Value::String(b.to_owned()));
+        }
+        let mut breaker_fields = kwargs_json(breaker)?;
+        breaker_fields
+            .entry("name")
+            .or_insert_with(|| Value::String(name.to_owned()));
+        fields.insert("breaker".into(), Value::Object(breaker_fields));
+        if let Some(o) = outlier {
+            fields.insert("outlier".into(), Value::Object(kwargs_json(Some(o))?));
+        }
+        let config: ClusterConfig = from_json(Value::Object(fields))?;
+        let mut builder = tripline::cluster::Cluster::builder().config(config);
+        let manual = clock.as_ref().map(|c| c.clock.clone());
+        if let Some(c) = &manual {
+            builder = builder.clock(c.clone());
+        }
+        if let Some(s) = seed {
+            builder = builder.seed(s);
+        }
+        let cluster = builder.build().map_err(policy_error)?;
+        let strategy = match strategy {
+            "failover" => {
+                let config = FailoverConfig {
+                    retries,
+                    idempotent,
+                    ..Default::default()
+                };
+                let mut b = Failover::builder(cluster.clone()).config(config);
+                if let Some(budget) = budget {
+                    let c: RetryBudgetConfig =
+                        from_json(Value::Object(kwargs_json(Some(budget))?))?;
+                    let rb = match &manual {
+                        Some(m) => RetryBudget::with_clock(c, m.clone()),
+                        None => RetryBudget::try_new(c),
+                    };
+                    b = b.budget(rb.map_err(policy_error)?);
+                }
+                Strategy::Failover(b.build().map_err(policy_error)?)
+            }
+            "failfast" => Strategy::Failfast(Failfast::new(cluster.clone())),
+            "failsafe" => Strategy::Failsafe(Failsafe::new(cluster.clone())),
+            "broadcast" => Strategy::Broadcast(
+                Broadcast::try_new(cluster.clone(), BroadcastConfig { fail_percent })
+                    .map_err(policy_error)?,
+            ),
+            "failback" | "forking" => {
+                return Err(PyValueError::new_err(format!(
+                    "`strategy` {strategy:?} is not available in the Python package yet (failover, failfast, failsafe or broadcast)"
+                )));
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "`strategy` must be \"failover\", \"failfast\", \"failsafe\" or \"broadcast\", not {other:?}"
+                )));
+            }
+        };
+        let connect = match connect_exceptions {
+            Some(c) => exception_types(c, "connect_exceptions")?,
+            None => py
+                .get_type::<pyo3::exceptions::PyConnectionRefusedError>()
+                .into_any()
+                .unbind(),
+        };
+        Ok(Cluster {
+            cluster,
+            strategy,
+            call: call.unbind(),
+            classify: Arc::new(Classify::new(
+                failure_exceptions,
+                ignore_exceptions,
+                classify,
+            )?),
+            connect,
+            default: default.filter(|d| !d.is_none()).map(Bound::unbind),
+        })
+    }
+
+    /// Every endpoint: id, address, weight, its breaker's state, whether it
+    /// is ejected or routable.
+    #[getter]
+    fn endpoints<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.cluster
+            .endpoints()
+            .iter()
+            .map(|e| {
+                let d = PyDict::new(py);
+                d.set_item("id", e.id().as_str())?;
+                d.set_item("address", e.address())?;
+                d.set_item("weight", e.weight())?;
+                d.set_item("state", e.breaker().state().as_str())?;
+                d.set_item("ejected", e.is_ejected())?;
+                d.set_item("routable", e.is_routable())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// The cluster's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.cluster.name()
+    }
+
+    /// Marks an endpoint unhealthy (skipped) or healthy again; returns
+    /// whether it exists.
+    #[pyo3(signature = (id, unhealthy=true))]
+    fn mark_unhealthy(&self, id: &str, unhealthy: bool) -> bool {
+        self.cluster.mark_unhealthy(id, unhealthy)
+    }
+
+    /// Calls the dependency through the strategy. Failover and failfast
+    /// return the answer or raise; failsafe returns a `tripline.Served`;
+    /// broadcast returns `{endpoint_id: answer}` (raising
+    /// `tripline.BroadcastError` when too many endpoints failed).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn call(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.call_strategy(py, args, kwargs)
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.call_strategy(py, args, kwargs)
+    }
+
+    /// Runs outlier detection now (normally run by traffic on its interval).
+    fn analyze(&self) {
+        self.cluster.analyze();
+    }
+}
