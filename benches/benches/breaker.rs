@@ -1,5 +1,5 @@
 //! tripline-only variants of the closed path: the cost of the adaptive
-//! features (issue #3), and after live reshapes of the window. The comparison with the peer crates — closed,
+//! features, and after live reshapes of the window. The comparison with the peer crates — closed,
 //! rejected, two-thread, failure-heavy, tower and pipeline workloads — is
 //! `benches/peers.rs`.
 
@@ -42,7 +42,7 @@ fn tripline_call(b: &CircuitBreaker) {
     }
 }
 
-/// Issue #3: the closed-path cost with backoff + jitter, ramp-up probing,
+/// The adaptive features: the closed-path cost with backoff + jitter, ramp-up probing,
 /// hysteresis, cooldown and warm-up configured, against the plain breaker;
 /// and with the learned slow-call baseline (which samples every success).
 fn adaptive_features(c: &mut Criterion) {

@@ -1,5 +1,5 @@
 //! The peer suite: every workload of `tripline_benches::cases`, tripline
-//! and each peer that offers the feature, in one run (issue #7).
+//! and each peer that offers the feature, in one run.
 //!
 //! `cargo bench -p tripline-benches --bench peers` (or
 //! `scripts/bench-report`, which runs it with short settings and rewrites

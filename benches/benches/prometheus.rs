@@ -1,4 +1,4 @@
-//! The Prometheus exporter (issue 13): one scrape of a registry of 20 000
+//! The Prometheus exporter: one scrape of a registry of 20 000
 //! breakers (goal: ≤ 50 ms; its allocation, ≤ 16 MiB, is checked by
 //! `crates/tripline-prometheus/tests/scrape_memory.rs`), and what the
 //! optional duration histogram costs a call made through `TimedBreaker`

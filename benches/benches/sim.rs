@@ -2,7 +2,7 @@
 //!
 //! Each iteration runs a whole scenario (building the breakers included)
 //! and criterion reports throughput in simulated calls per second. The
-//! target is ≥ 5 million/s for a single breaker (issue #4).
+//! target is ≥ 5 million/s for a single breaker.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The Prometheus exporter's scrape workload (issue 13), shared by the
+//! The Prometheus exporter's scrape workload, shared by the
 //! criterion bench `benches/prometheus.rs` and the CPU-time runner
 //! `examples/scrape_cpu.rs`: a registry of 20 000 tenant breakers, each
 //! called once, exported at a given detail, scraped into a sink that
