@@ -142,11 +142,6 @@ impl Classify {
             }
         }
     }
-
-    /// Whether a classifier callable is set (results need looking at).
-    pub(crate) fn has_func(&self) -> bool {
-        self.func.is_some()
-    }
 }
 
 /// An outcome from its name (`"success"`, `"failure"`, `"ignored"`).

@@ -11,10 +11,11 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{IntoPyObjectExt, intern};
 use tripline::{Clock, OwnedPermit, Rejected, Timestamp};
+
+use crate::iter_send::{self, Step};
 
 use crate::breaker::CircuitBreaker;
 
@@ -70,20 +71,6 @@ pub struct GuardedAwaitable {
     start: Option<Timestamp>,
 }
 
-static CORO_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static CORO_SEND: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// `types.CoroutineType` and its unbound `send`: calling the descriptor
-/// with the coroutine skips creating a bound method on every step.
-fn coroutine_send(py: Python<'_>) -> PyResult<(&Bound<'_, PyAny>, &Bound<'_, PyAny>)> {
-    let ty = CORO_TYPE.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import("types")?.getattr("CoroutineType")?.unbind())
-    })?;
-    let send =
-        CORO_SEND.get_or_try_init(py, || Ok::<_, PyErr>(ty.bind(py).getattr("send")?.unbind()))?;
-    Ok((ty.bind(py), send.bind(py)))
-}
-
 impl GuardedAwaitable {
     /// Admits the call (or records the rejection, raised when awaited) and
     /// creates the coroutine only if admitted: a rejected call costs no
@@ -110,13 +97,13 @@ impl GuardedAwaitable {
         })
     }
 
-    /// Runs one step of the coroutine (`step` is `send` or `throw`),
+    /// Runs one step of the coroutine (`op` is a send or a throw),
     /// starting the clock before the first and recording at the last.
     fn step(
         &mut self,
         py: Python<'_>,
-        step: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Py<PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+        op: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Step>,
+    ) -> PyResult<Step> {
         let Some(coro) = &self.coro else {
             let core = &self.breaker.get().core;
             return Err(match self.rejected.take() {
@@ -127,36 +114,67 @@ impl GuardedAwaitable {
         if self.start.is_none() {
             self.start = Some(self.breaker.get().core.breaker.clock().now());
         }
-        let result = step(coro.bind(py));
-        if let Err(err) = &result {
-            self.finish(py, err);
+        let result = op(coro.bind(py));
+        match &result {
+            Ok(Step::Yielded(_)) => {}
+            Ok(Step::Returned(value)) => self.finish(py, Ok(value.bind(py))),
+            Err(err) => self.finish(py, Err(err)),
         }
         result
     }
 
-    /// Records the outcome of the coroutine that ended with `err`
-    /// (`StopIteration` carries its return value).
-    fn finish(&mut self, py: Python<'_>, err: &PyErr) {
+    /// Records the outcome of the coroutine that returned or raised.
+    fn finish(&mut self, py: Python<'_>, end: Result<&Bound<'_, PyAny>, &PyErr>) {
         let Some(permit) = self.permit.take() else {
             return;
         };
         let core = &self.breaker.get().core;
         let start = self.start.unwrap_or_else(|| core.breaker.clock().now());
         let elapsed = core.breaker.clock().now() - start;
-        if err.is_instance_of::<PyStopIteration>(py) {
-            let outcome = if core.classify.has_func() {
-                let value = err
-                    .value(py)
-                    .getattr(intern!(py, "value"))
-                    .unwrap_or_else(|_| py.None().into_bound(py));
-                core.classify.returned(py, &value)
-            } else {
-                tripline::Outcome::Success
-            };
-            permit.record(outcome, elapsed);
-        } else if let Some(outcome) = core.classify.raised(py, err) {
+        let outcome = match end {
+            Ok(value) => Some(core.classify.returned(py, value)),
+            Err(err) => core.classify.raised(py, err),
+        };
+        if let Some(outcome) = outcome {
             permit.record(outcome, elapsed);
         }
+    }
+}
+
+/// A step through a method (`send`, `throw`), its `StopIteration` read
+/// back as the return value.
+fn by_method(py: Python<'_>, result: PyResult<Bound<'_, PyAny>>) -> PyResult<Step> {
+    match result {
+        Ok(y) => Ok(Step::Yielded(y.unbind())),
+        Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
+            let value = e.value(py).getattr(intern!(py, "value"))?;
+            Ok(Step::Returned(value.unbind()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends `value` into `coro`: `PyIter_Send` where the interpreter has it
+/// (no `StopIteration` per call), else its `send` method.
+fn send_into(coro: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Step> {
+    match iter_send::send(coro, value) {
+        Some(step) => step,
+        None => by_method(
+            coro.py(),
+            coro.call_method1(intern!(coro.py(), "send"), (value,)),
+        ),
+    }
+}
+
+/// The exception that ends an iteration with `value`, built lazily: a
+/// value that is not a tuple or an exception is passed as is (CPython
+/// 3.11 then reads it back without creating the exception object).
+fn stop_iteration(py: Python<'_>, value: Py<PyAny>) -> PyErr {
+    let v = value.bind(py);
+    if v.is_instance_of::<PyTuple>() || v.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        PyStopIteration::new_err((value,))
+    } else {
+        PyErr::from_type(py.get_type::<PyStopIteration>(), value)
     }
 }
 
@@ -170,23 +188,22 @@ impl GuardedAwaitable {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.step(py, |c| {
-            let py = c.py();
-            let (ty, send) = coroutine_send(py)?;
-            if c.get_type().is(ty) {
-                Ok(send.call1((c, py.None()))?.unbind())
-            } else {
-                Ok(c.call_method1(intern!(py, "send"), (py.None(),))?.unbind())
-            }
-        })
+    /// The step an `await` takes: `None` ends the iteration with no
+    /// exception at all when the coroutine returned `None`.
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.step(py, |c| send_into(c, &c.py().None().into_bound(c.py())))? {
+            Step::Yielded(y) => Ok(Some(y)),
+            Step::Returned(v) if v.is_none(py) => Ok(None),
+            Step::Returned(v) => Err(stop_iteration(py, v)),
+        }
     }
 
     /// Sends `value` into the coroutine.
     fn send(&mut self, py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<PyAny>> {
-        self.step(py, |c| {
-            Ok(c.call_method1(intern!(c.py(), "send"), (value,))?.unbind())
-        })
+        match self.step(py, |c| send_into(c, value.bind(c.py())))? {
+            Step::Yielded(y) => Ok(y),
+            Step::Returned(v) => Err(stop_iteration(py, v)),
+        }
     }
 
     /// Raises an exception inside the coroutine (how `asyncio` cancels it).
@@ -198,15 +215,19 @@ impl GuardedAwaitable {
         val: Option<Py<PyAny>>,
         tb: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.step(py, |c| {
+        let step = self.step(py, |c| {
             let py = c.py();
             let args = match (val, tb) {
                 (None, None) => PyTuple::new(py, [typ])?,
                 (Some(v), None) => PyTuple::new(py, [typ, v])?,
                 (v, Some(tb)) => PyTuple::new(py, [typ, v.unwrap_or_else(|| py.None()), tb])?,
             };
-            Ok(c.call_method1(intern!(py, "throw"), args)?.unbind())
-        })
+            by_method(py, c.call_method1(intern!(py, "throw"), args))
+        })?;
+        match step {
+            Step::Yielded(y) => Ok(y),
+            Step::Returned(v) => Err(stop_iteration(py, v)),
+        }
     }
 
     /// Closes the coroutine; its permit is released neutrally.

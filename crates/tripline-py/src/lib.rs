@@ -22,6 +22,7 @@ mod errors;
 mod event;
 mod guard;
 mod guard_async;
+mod iter_send;
 mod metrics;
 mod permit;
 mod pipeline;
