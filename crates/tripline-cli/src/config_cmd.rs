@@ -1,6 +1,8 @@
 //! `tripline config …`: the fleet's dynamic config in etcd, from the
 //! operator's side.
 //!
+//! - `status --breakers` sums the breakers the instances report (see
+//!   [`fleet`]): "payments: open on 3 of 5 instances (…) for 42 s".
 //! - `status` lists every live instance's leased status key: the config
 //!   version and etcd revision it applied, whether it is a canary of the
 //!   current rollout, and its last refusal — how far a rollout has reached.
@@ -8,18 +10,24 @@
 //!   and writes it only if it passes: a typo is caught here, not refused
 //!   by the whole fleet. `--dry-run` prints what it would change (a table
 //!   patches each instance's own config: see [`dry_run`]) and writes nothing.
+//! - `force-open NAME --for 10m --reason TEXT`, `disable NAME …` and
+//!   `clear NAME` write a fleet-wide override into the document (see
+//!   [`overrides`]): every instance holds the breaker until the override
+//!   ends by itself, and audits it with its author and reason.
 //! - `rollback --revision R` pushes again the document etcd held at
 //!   revision R (etcd keeps history until compaction), so the whole fleet
 //!   rolls back, audited as a new change.
 
 mod dry_run;
+mod fleet;
+mod overrides;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use tripline_config::Document;
 use tripline_config::etcd::{Gateway, document_at, fleet_status, push_document};
+use tripline_config::{Document, OverrideState};
 
 use crate::CliError;
 
@@ -40,7 +48,12 @@ pub(crate) struct ConfigArgs {
 #[derive(Subcommand, Debug)]
 enum ConfigAction {
     /// Show every instance's applied version, canary flag and last error.
-    Status,
+    Status {
+        /// Instead, sum the fleet's breakers: each one's state on how many
+        /// instances, which, and for how long.
+        #[arg(long)]
+        breakers: bool,
+    },
     /// Validate a document (TOML or JSON) and write it to etcd if it passes.
     Push {
         /// The document.
@@ -48,6 +61,15 @@ enum ConfigAction {
         /// Print the effective change per kind of instance; write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Hold a breaker forced open on every instance, until --for/--until.
+    ForceOpen(overrides::HoldArgs),
+    /// Hold a breaker disabled (admitting every call) on every instance.
+    Disable(overrides::HoldArgs),
+    /// Lift the fleet override of a breaker: every instance resets it.
+    Clear {
+        /// The breaker.
+        name: String,
     },
     /// Push again the document etcd held at an earlier revision.
     Rollback {
@@ -65,10 +87,17 @@ pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
     let gateway = Gateway::new(args.etcd.clone(), Duration::from_secs(5));
     runtime.block_on(async {
         match &args.action {
-            ConfigAction::Status => status(&gateway, &args.prefix).await,
+            ConfigAction::Status { breakers } => status(&gateway, &args.prefix, *breakers).await,
             ConfigAction::Push { file, dry_run } => {
                 push(&gateway, &args.prefix, file, *dry_run).await
             }
+            ConfigAction::ForceOpen(hold) => {
+                overrides::hold(&gateway, &args.prefix, OverrideState::ForcedOpen, hold).await
+            }
+            ConfigAction::Disable(hold) => {
+                overrides::hold(&gateway, &args.prefix, OverrideState::Disabled, hold).await
+            }
+            ConfigAction::Clear { name } => overrides::clear(&gateway, &args.prefix, name).await,
             ConfigAction::Rollback { revision } => {
                 rollback(&gateway, &args.prefix, *revision).await
             }
@@ -76,10 +105,19 @@ pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
     })
 }
 
-async fn status(gateway: &Gateway, prefix: &str) -> Result<(), CliError> {
+async fn status(gateway: &Gateway, prefix: &str, breakers: bool) -> Result<(), CliError> {
     let fleet = fleet_status(gateway, prefix)
         .await
         .map_err(|e| CliError::other(e.to_string()))?;
+    if breakers {
+        let now = tripline::clock::system_time_after(Duration::ZERO)
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        for line in fleet::summary(&fleet, now) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
     if fleet.is_empty() {
         println!("no instance reports under {prefix}/status/");
         return Ok(());
@@ -140,6 +178,13 @@ async fn push(
             w.breaker, w.field, w.message
         );
     }
+    let now = tripline::clock::system_time_after(Duration::ZERO);
+    overrides::checked(gateway, prefix, &doc, now)
+        .await
+        .map_err(|e| CliError {
+            message: format!("{path}: {}", e.message),
+            status: e.status,
+        })?;
     if dry_run {
         let current = document_at(gateway, prefix, 0)
             .await

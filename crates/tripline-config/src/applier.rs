@@ -21,6 +21,7 @@
 
 mod adopt;
 mod builder;
+mod fleet;
 mod inspect;
 mod install;
 mod managed;
@@ -41,6 +42,7 @@ use crate::document::{Document, DocumentError};
 use crate::metrics::ConfigMetrics;
 use crate::rollout::TrafficSample;
 pub use builder::ApplierBuilder;
+pub use fleet::OverrideHolder;
 pub use inspect::{ManagedStatus, PushedAt};
 use managed::Managed;
 pub use rollout_run::RolloutPhase;
@@ -99,6 +101,23 @@ pub struct InstanceStatus {
     pub last_error: Option<String>,
     /// Cumulative traffic of the owned breakers, for canary comparison.
     pub sample: TrafficSample,
+    /// Each owned single breaker's state and since when: what
+    /// `tripline config status --breakers` sums over the fleet. (Registry
+    /// families are left out: their members come and go with traffic.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakers: Vec<BreakerSummary>,
+}
+
+/// One breaker in an instance's status: compact, since every instance
+/// rewrites its status every interval.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerSummary {
+    /// The breaker's name.
+    pub name: String,
+    /// Its state (`closed`, `open`, `half_open`, `forced_open`, …).
+    pub state: String,
+    /// When it entered that state, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
 }
 
 type Listener = Arc<dyn Fn(&AuditRecord) + Send + Sync>;
@@ -128,6 +147,11 @@ pub struct Applier {
 struct Shared {
     instance: String,
     clock: SharedClock,
+    /// The wall-clock instant `clock` read zero at: how an override's
+    /// `until` is placed on the applier's clock.
+    wall_epoch: std::time::SystemTime,
+    /// Wakes the override timer when a document changes the overrides.
+    overrides_changed: tokio::sync::Notify,
     metrics: ConfigMetrics,
     core: Mutex<Core>,
     /// Read on every observed call while a shadow runs; apart from the
@@ -158,6 +182,12 @@ struct Core {
     pushed_at: BTreeMap<String, PushedAt>,
     /// Records made under the lock, handed to listeners after it is released.
     pending: Vec<AuditRecord>,
+    /// The fleet overrides of the document in force.
+    fleet_overrides: Vec<crate::document::FleetOverride>,
+    /// That document's author (an override's own `author` goes first).
+    fleet_author: Option<String>,
+    /// Where that document came from, for the overrides' audit records.
+    fleet_origin: Origin,
 }
 
 impl Applier {
@@ -240,6 +270,21 @@ impl Applier {
             phase: core.rollout.as_ref().map(|r| r.phase().name().to_owned()),
             last_error: core.last_error.clone(),
             sample: core.sample(),
+            breakers: core
+                .breakers
+                .iter()
+                .filter_map(|(name, m)| {
+                    let metrics = m.breaker()?.metrics();
+                    let since = self.shared.wall_epoch + metrics.state_since.as_duration();
+                    Some(BreakerSummary {
+                        name: name.clone(),
+                        state: metrics.state.as_str().to_owned(),
+                        since_ms: since
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    })
+                })
+                .collect(),
         }
     }
 

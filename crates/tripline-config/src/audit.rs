@@ -65,6 +65,25 @@ pub enum AuditAction {
     },
     /// A canary's bake period ended without a rollback.
     BakeCompleted,
+    /// A fleet override began holding a breaker (the record's `author` and
+    /// `comment` are the override's author and reason).
+    OverrideStarted {
+        /// The breaker held.
+        breaker: String,
+        /// The state it is held in.
+        state: crate::document::OverrideState,
+        /// When it ends by itself (RFC 3339).
+        until: String,
+    },
+    /// A fleet override stopped holding a breaker, which was reset.
+    OverrideEnded {
+        /// The breaker released.
+        breaker: String,
+        /// The state it had been held in.
+        state: crate::document::OverrideState,
+        /// `expired` (its `until` came) or `lifted` (a document dropped it).
+        why: String,
+    },
 }
 
 impl AuditAction {

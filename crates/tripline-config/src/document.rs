@@ -7,15 +7,17 @@
 //! more than [`MAX_DOCUMENT_BYTES`], bytes that are not UTF-8 — with an
 //! error rather than a crash, and names the breaker and field at fault.
 
+mod overrides;
 mod table;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use tripline::{CircuitBreakerConfig, ConfigWarning};
 
 use crate::rollout::Rollout;
+pub use overrides::{FleetOverride, OverrideState};
 pub use table::BreakerTable;
 
 /// Largest document accepted, in bytes: far above any real breaker set,
@@ -59,6 +61,10 @@ pub struct Document {
     /// breaker config file; each names only the fields it changes.
     #[serde(rename = "breaker", default)]
     pub breakers: Vec<BreakerTable>,
+    /// Fleet-wide operator overrides (`[[override]]`), each ending by
+    /// itself at its `until`.
+    #[serde(rename = "override", default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<FleetOverride>,
     /// Run the change in shadow, then on a share of the fleet, before it
     /// counts as done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +111,16 @@ pub enum DocumentError {
     /// Two tables share one name (metrics and events key breakers by name).
     #[error("breaker {0:?} appears twice")]
     Duplicate(String),
+    /// An `[[override]]` table is unusable.
+    #[error("`override[{index}].{field}` {constraint}")]
+    Override {
+        /// Its place among the document's overrides, from 0.
+        index: usize,
+        /// The field.
+        field: &'static str,
+        /// What it must satisfy, and what it was.
+        constraint: String,
+    },
     /// The rollout plan is unusable.
     #[error("`rollout.{field}` {constraint}")]
     Rollout {
@@ -203,10 +219,60 @@ impl Document {
             }
             warnings.extend(warnings_of(&table.name, found));
         }
+        let mut held = BTreeSet::new();
+        for (index, o) in self.overrides.iter().enumerate() {
+            let bad = |field, constraint: &str| DocumentError::Override {
+                index,
+                field,
+                constraint: constraint.to_owned(),
+            };
+            if o.breaker.is_empty() {
+                return Err(bad("breaker", "must name a breaker"));
+            }
+            if o.reason.trim().is_empty() {
+                return Err(bad("reason", "must say why (it is audited)"));
+            }
+            if !held.insert(o.breaker.as_str()) {
+                return Err(bad(
+                    "breaker",
+                    &format!("{:?} is already held by an earlier override", o.breaker),
+                ));
+            }
+        }
         if let Some(rollout) = &self.rollout {
             rollout.validate()?;
         }
         Ok(warnings)
+    }
+
+    /// What a tool writing overrides checks beyond [`validate`](Self::validate):
+    /// every override ends after `now`, and holds a breaker in `known` (the
+    /// breakers the fleet reports) or one the document configures.
+    pub fn check_overrides(&self, now: SystemTime, known: &[String]) -> Result<(), DocumentError> {
+        for (index, o) in self.overrides.iter().enumerate() {
+            if o.until <= now {
+                return Err(DocumentError::Override {
+                    index,
+                    field: "until",
+                    constraint: format!(
+                        "must be in the future, got {} (now {})",
+                        humantime::format_rfc3339_seconds(o.until),
+                        humantime::format_rfc3339_seconds(now)
+                    ),
+                });
+            }
+            if !known.contains(&o.breaker) && self.breaker(&o.breaker).is_none() {
+                return Err(DocumentError::Override {
+                    index,
+                    field: "breaker",
+                    constraint: format!(
+                        "names {:?}, which no live instance reports and the document does not configure",
+                        o.breaker
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The table of breaker `name`, if the document has one.

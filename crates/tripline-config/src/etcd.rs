@@ -89,7 +89,7 @@ pub(crate) fn status_prefix(prefix: &str) -> String {
     format!("{}/status/", prefix.trim_end_matches('/'))
 }
 
-/// The running watch and status tasks; dropping it stops both.
+/// The running watch, status and override-timer tasks; dropping it stops them.
 ///
 /// ```no_run
 /// # async fn run() {
@@ -104,6 +104,7 @@ pub(crate) fn status_prefix(prefix: &str) -> String {
 pub struct EtcdSource {
     watch: JoinHandle<()>,
     status: JoinHandle<()>,
+    timer: JoinHandle<()>,
 }
 
 impl EtcdSource {
@@ -115,8 +116,13 @@ impl EtcdSource {
             applier.clone(),
             options.clone(),
         ));
+        let timer = tokio::spawn(applier.clone().run_override_timer());
         let status = tokio::spawn(status::run(gateway, applier, options));
-        EtcdSource { watch, status }
+        EtcdSource {
+            watch,
+            status,
+            timer,
+        }
     }
 }
 
@@ -124,5 +130,6 @@ impl Drop for EtcdSource {
     fn drop(&mut self) {
         self.watch.abort();
         self.status.abort();
+        self.timer.abort();
     }
 }

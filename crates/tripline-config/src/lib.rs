@@ -46,12 +46,15 @@ mod rollout;
 
 pub use applier::MAX_FAMILY_TWINS;
 pub use applier::{
-    Applier, ApplierBuilder, ApplyError, InstanceStatus, ManagedStatus, Origin, PushedAt,
-    RolloutPhase,
+    Applier, ApplierBuilder, ApplyError, BreakerSummary, InstanceStatus, ManagedStatus, Origin,
+    OverrideHolder, PushedAt, RolloutPhase,
 };
 pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
 pub use diff::{FieldChange, diff_configs, diff_documents};
-pub use document::{BreakerTable, Document, DocumentError, DocumentWarning, MAX_DOCUMENT_BYTES};
+pub use document::{
+    BreakerTable, Document, DocumentError, DocumentWarning, FleetOverride, MAX_DOCUMENT_BYTES,
+    OverrideState,
+};
 pub use etcd::{EtcdOptions, EtcdSource};
 
 pub use file::FileSource;

@@ -30,10 +30,14 @@
 //!
 //! # Operator overrides
 //!
-//! `POST /api/breakers/{name}/force-open` on a managed route breaker goes
-//! through [`Applier::force_open`], `reset` through
-//! [`Applier::clear_override`]: pushes keep changing its thresholds, never
-//! its state, so the override wins until reset. Endpoint and keyed
+//! `POST /api/breakers/{name}/force-open` (`disable`, `metrics-only`) on a
+//! managed route breaker goes through [`Applier::hold_locally`], `reset`
+//! through [`Applier::clear_override`]: pushes keep changing its
+//! thresholds, never its state, so the override wins until reset. A
+//! document's `[[override]]` (a fleet override) holds the breaker the same
+//! way until its `until` (the applier's timer ends it on time); a local
+//! override holds over it, and `reset` hands the breaker back to it.
+//! `GET /api/breakers` says which holds (`override_by`). Endpoint and keyed
 //! breakers (members of a family) are overridden on the breaker itself,
 //! which pushes do not touch either.
 //!
@@ -253,6 +257,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) -> std::io::Res
                     ))
                 })?;
             let every = section.status_interval;
+            tasks.spawn(applier.clone().run_override_timer());
             tasks.spawn(async move {
                 let _watch = watch;
                 let mut ticks = tokio::time::interval(every);

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
+use tripline::Clock;
 use tripline::clock::SharedClock;
 use tripline::registry::RegistryKey;
 use tripline::{BreakerRegistry, CircuitBreaker};
@@ -18,6 +19,7 @@ use crate::metrics::ConfigMetrics;
 pub struct ApplierBuilder {
     instance: Option<String>,
     clock: Option<SharedClock>,
+    wall_epoch: Option<std::time::SystemTime>,
     metrics: Option<ConfigMetrics>,
     audit: Option<AuditLog>,
     breakers: Vec<CircuitBreaker>,
@@ -34,6 +36,15 @@ impl ApplierBuilder {
     /// The clock for new breakers, twins and rollout steps (tests: `ManualClock`).
     pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
         self.clock = Some(clock.into());
+        self
+    }
+
+    /// The wall-clock instant the applier's clock read zero at (default:
+    /// now minus the clock's reading at build). Fleet overrides end at a
+    /// wall-clock `until`, placed on the applier's clock through this: a
+    /// test on a `ManualClock` sets it and advances the clock to expire them.
+    pub fn wall_epoch(mut self, at: std::time::SystemTime) -> Self {
+        self.wall_epoch = Some(at);
         self
     }
 
@@ -82,10 +93,17 @@ impl ApplierBuilder {
             .map(|b| (b.name().to_owned(), Managed::new(b)))
             .chain(self.families)
             .collect();
+        let clock = self.clock.unwrap_or_else(SharedClock::monotonic);
+        let wall_epoch = self.wall_epoch.unwrap_or_else(|| {
+            let now = tripline::clock::system_time_after(std::time::Duration::ZERO);
+            now.checked_sub(clock.now().as_duration()).unwrap_or(now)
+        });
         Applier {
             shared: Arc::new(Shared {
                 instance: self.instance.unwrap_or_else(|| "local".to_owned()),
-                clock: self.clock.unwrap_or_else(SharedClock::monotonic),
+                clock,
+                wall_epoch,
+                overrides_changed: tokio::sync::Notify::new(),
                 metrics: self.metrics.unwrap_or_default(),
                 core: Mutex::new(Core {
                     breakers,
@@ -99,6 +117,9 @@ impl ApplierBuilder {
                     pushed: BTreeMap::new(),
                     pushed_at: BTreeMap::new(),
                     pending: Vec::new(),
+                    fleet_overrides: Vec::new(),
+                    fleet_author: None,
+                    fleet_origin: super::Origin::new("none", None),
                 }),
                 twins: RwLock::new(BTreeMap::new()),
                 shadowing: std::sync::atomic::AtomicBool::new(false),

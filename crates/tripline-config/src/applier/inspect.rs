@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Applier;
+use super::{Applier, OverrideHolder};
+use crate::document::FleetOverride;
 
 /// The document version that last installed a name's config.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,19 +35,37 @@ pub struct ManagedStatus {
     /// [`Applier::force_open`] is in force (pushes leave its state alone
     /// until [`Applier::clear_override`]).
     pub overridden: bool,
+    /// Which override holds the breaker now: this instance's operator's,
+    /// the fleet's, or none.
+    pub holds: Option<OverrideHolder>,
+    /// The fleet override that names it and has not expired, if any
+    /// (held or not: a local override may hold over it).
+    pub fleet_override: Option<FleetOverride>,
 }
 
 impl Applier {
     /// What the applier knows about `name`; `None` if it does not manage
     /// it (its owner never handed it over, or released it).
     pub fn managed_status(&self, name: &str) -> Option<ManagedStatus> {
+        let now = self.wall_now();
         let core = self.core();
         let managed = core.breakers.get(name)?;
+        let holds = if managed.overridden {
+            Some(OverrideHolder::Local)
+        } else {
+            managed.fleet.map(|_| OverrideHolder::Fleet)
+        };
         Some(ManagedStatus {
             name: name.to_owned(),
             family: managed.breaker().is_none(),
             pushed: core.pushed_at.get(name).cloned(),
             overridden: managed.overridden,
+            holds,
+            fleet_override: core
+                .fleet_overrides
+                .iter()
+                .find(|o| o.breaker == name && o.until > now)
+                .cloned(),
         })
     }
 }

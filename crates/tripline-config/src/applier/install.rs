@@ -23,13 +23,20 @@ impl Applier {
     ) -> Result<AuditRecord, ApplyError> {
         // A newer document supersedes a rollout in progress.
         self.cancel_rollout(core);
-        match doc.rollout.clone() {
-            Some(plan) => self.start_rollout(core, doc, origin, plan),
+        let result = match doc.rollout.clone() {
+            // Overrides are an operator's emergency brake: they take effect
+            // at once on every instance, whatever the rollout of the tables.
+            Some(plan) => self.start_rollout(core, doc.clone(), origin.clone(), plan),
             None => {
                 core.canary = false;
-                self.install(core, doc, &origin, AuditAction::Applied)
+                self.install(core, doc.clone(), &origin, AuditAction::Applied)
             }
+        };
+        if result.is_ok() {
+            self.take_overrides(core, &doc, &origin);
+            self.reconcile_overrides(core);
         }
+        result
     }
 
     /// Records a refusal everywhere it must show: audit (and listeners),
@@ -167,19 +174,39 @@ impl Applier {
         changes: Vec<FieldChange>,
         warnings: Vec<DocumentWarning>,
     ) -> AuditRecord {
-        let record = AuditRecord {
+        let mut record = self.new_record(core, action, origin);
+        record.author = document.as_ref().and_then(|d| d.author.clone());
+        record.comment = document.as_ref().and_then(|d| d.comment.clone());
+        record.changes = changes;
+        record.warnings = warnings;
+        record.document = document;
+        self.keep(core, record)
+    }
+
+    /// A record of `action` now, at the version in force, with nothing else.
+    pub(super) fn new_record(
+        &self,
+        core: &Core,
+        action: AuditAction,
+        origin: &Origin,
+    ) -> AuditRecord {
+        AuditRecord {
             version: core.version,
             action,
             at: self.shared.clock.now(),
             unix_ms: unix_ms(),
             source: origin.source.clone(),
             revision: origin.revision.clone(),
-            author: document.as_ref().and_then(|d| d.author.clone()),
-            comment: document.as_ref().and_then(|d| d.comment.clone()),
-            changes,
-            warnings,
-            document,
-        };
+            author: None,
+            comment: None,
+            changes: Vec::new(),
+            warnings: Vec::new(),
+            document: None,
+        }
+    }
+
+    /// Appends `record` to the audit log and queues it for listeners.
+    pub(super) fn keep(&self, core: &mut Core, record: AuditRecord) -> AuditRecord {
         core.audit.push(record.clone());
         core.pending.push(record.clone());
         record

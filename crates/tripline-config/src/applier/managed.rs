@@ -59,8 +59,10 @@ pub(crate) struct Managed {
     target: Target,
     trips: Arc<AtomicU64>,
     _subscription: Keep,
-    /// An operator override (force-open) is in force.
+    /// A local operator override (the admin API's) is in force.
     pub(crate) overridden: bool,
+    /// The fleet override this applier put the breaker in, if any.
+    pub(crate) fleet: Option<crate::document::OverrideState>,
     /// The config its owner gave it (the proxy file's, the builder's, or
     /// the library's defaults for one the applier built): what a pushed
     /// table patches. Never a pushed config, so a field a later document
@@ -84,6 +86,7 @@ impl Managed {
             trips,
             _subscription: keep,
             overridden: false,
+            fleet: None,
         }
     }
 
@@ -103,6 +106,7 @@ impl Managed {
             trips,
             _subscription: keep,
             overridden: false,
+            fleet: None,
         }
     }
 

@@ -7,32 +7,44 @@ use std::time::Duration;
 use tripline::{CallError, CircuitBreaker, Clock, Outcome};
 
 use super::{Applier, ApplyError, Shadow};
+use crate::document::OverrideState;
 
 impl Applier {
     /// Forces `name` open as an operator override: pushed configs keep
     /// changing its thresholds but never its state, until
     /// [`clear_override`](Self::clear_override).
     pub fn force_open(&self, name: &str) -> Result<(), ApplyError> {
+        self.hold_locally(name, OverrideState::ForcedOpen)
+    }
+
+    /// Holds `name` in `state` as this instance's operator override: it
+    /// holds over a fleet override too, until
+    /// [`clear_override`](Self::clear_override).
+    pub fn hold_locally(&self, name: &str, state: OverrideState) -> Result<(), ApplyError> {
         let mut core = self.core();
         let managed = core
             .breakers
             .get_mut(name)
             .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed_breaker(managed, name)?.force_open();
+        state.apply(managed_breaker(managed, name)?);
         managed.overridden = true;
         Ok(())
     }
 
-    /// Ends an operator override: the breaker resets to automatic operation.
+    /// Ends this instance's operator override: the breaker resets to
+    /// automatic operation, or goes back to the fleet override in force.
     pub fn clear_override(&self, name: &str) -> Result<(), ApplyError> {
-        let mut core = self.core();
-        let managed = core
-            .breakers
-            .get_mut(name)
-            .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        managed_breaker(managed, name)?.reset();
-        managed.overridden = false;
-        Ok(())
+        self.with_core(|this, core| {
+            let managed = core
+                .breakers
+                .get_mut(name)
+                .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
+            managed_breaker(managed, name)?.reset();
+            managed.overridden = false;
+            managed.fleet = None;
+            this.reconcile_overrides(core);
+            Ok(())
+        })
     }
 
     /// The breakers under an operator override.

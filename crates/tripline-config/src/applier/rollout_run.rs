@@ -73,11 +73,13 @@ impl RolloutRun {
 
 impl Applier {
     /// Advances a rollout in progress to its next step when its time on
-    /// the applier's clock has come, and checks a baking canary against
-    /// the fleet. Returns the phase still in progress, if any.
+    /// the applier's clock has come, checks a baking canary against the
+    /// fleet, and ends fleet overrides whose `until` has come. Returns the
+    /// rollout phase still in progress, if any.
     pub fn tick(&self) -> Option<RolloutPhase> {
         self.with_core(|this, core| {
             this.advance(core);
+            this.reconcile_overrides(core);
             core.rollout.as_ref().map(RolloutRun::phase)
         })
     }

@@ -65,19 +65,23 @@ pub(crate) fn breaker_call(
 }
 
 /// Applies `action` to `breaker`. A breaker the `[config_source]`
-/// applier manages on its own is forced open and reset through it, so the
-/// applier knows the override (it lists it, and pushed documents leave the
-/// state alone until the reset).
+/// applier manages on its own is overridden and reset through it, so the
+/// applier knows the local override (it lists it, pushed documents leave
+/// the state alone, and it holds over a fleet override until the reset,
+/// which hands the breaker back to the fleet override if one is in force).
 fn apply(
     action: Action,
     breaker: &tripline::CircuitBreaker,
     name: &str,
     applier: Option<&tripline_config::Applier>,
 ) {
+    use tripline_config::OverrideState;
     let through_applier = match (action, applier) {
-        (Action::ForceOpen, Some(a)) => a.force_open(name).is_ok(),
+        (Action::ForceOpen, Some(a)) => a.hold_locally(name, OverrideState::ForcedOpen).is_ok(),
+        (Action::Disable, Some(a)) => a.hold_locally(name, OverrideState::Disabled).is_ok(),
+        (Action::MetricsOnly, Some(a)) => a.hold_locally(name, OverrideState::MetricsOnly).is_ok(),
         (Action::Reset, Some(a)) => a.clear_override(name).is_ok(),
-        _ => false,
+        (_, None) => false,
     };
     if !through_applier {
         action.apply(breaker);

@@ -156,6 +156,25 @@ fn config_summary(record: &AuditRecord) -> String {
         }
         AuditAction::AutoRolledBack { to, reason } => format!("rolled back to v{to}: {reason}"),
         AuditAction::NotSelected { bucket } => format!("not a canary (bucket {bucket:.1})"),
+        AuditAction::OverrideStarted {
+            breaker,
+            state,
+            until,
+        } => format!(
+            "fleet override: {breaker} {} until {until}: {}",
+            state.as_str(),
+            record.comment.as_deref().unwrap_or("-")
+        ),
+        AuditAction::OverrideEnded {
+            breaker,
+            state,
+            why,
+        } => {
+            format!(
+                "fleet override {why}: {breaker} no longer {}",
+                state.as_str()
+            )
+        }
         _ if record.changes.is_empty() => "no parameter changed".to_owned(),
         _ => record
             .changes

@@ -14,7 +14,9 @@
 //! manages the breaker (`managed`: under which name — a keyed or endpoint
 //! breaker under its family's — and which pushed document version last
 //! configured it), and every description says which operator override is
-//! in force (`override`), if any.
+//! in force (`override`), if any, and for a managed breaker which of the
+//! fleet's document and this instance's operator holds it (`override_by`:
+//! `fleet`, `local` or null).
 //!
 //! The actions are the library's operator overrides: `force-open`,
 //! `disable`, `metrics-only`, and `reset` (clears any override and closes
@@ -182,6 +184,7 @@ pub(crate) fn describe(
         // Every field in force, in the config files' vocabulary: what a
         // pushed table changed and what it left as the file set it.
         "config": serde_json::to_value(&config).unwrap_or(Value::Null),
+        "override_by": managed["holds"].clone(),
         "managed": managed,
         "override": operator_override(m.state),
         "transitions": hub.transitions(name),
@@ -208,7 +211,12 @@ fn open_until(name: &str, b: &CircuitBreaker, hub: &Hub) -> Option<std::time::Sy
 }
 
 /// `{as, family, pushed: {version, source, revision} | null,
-/// override_recorded}` if `applier` manages `managed_as`, else `null`.
+/// override_recorded, holds: "fleet" | "local" | null, fleet_override}`
+/// if `applier` manages `managed_as`, else `null`. `holds` says which of
+/// the fleet's `[[override]]` and this instance's operator holds the
+/// breaker (a local override holds over the fleet's until reset);
+/// `fleet_override` is the unexpired fleet override naming it
+/// (`{breaker, state, until, reason, author}`), held or not.
 fn managed(applier: Option<&Applier>, managed_as: &str) -> Value {
     let Some(status) = applier.and_then(|a| a.managed_status(managed_as)) else {
         return Value::Null;
@@ -218,6 +226,8 @@ fn managed(applier: Option<&Applier>, managed_as: &str) -> Value {
         "family": status.family,
         "pushed": status.pushed,
         "override_recorded": status.overridden,
+        "holds": status.holds,
+        "fleet_override": status.fleet_override,
     })
 }
 

@@ -15,6 +15,7 @@ mod etcd_server;
 mod bad_input;
 mod etcd;
 mod file;
+mod fleet;
 mod patch;
 mod shadow;
 

@@ -1,0 +1,164 @@
+//! `tripline config force-open | disable | clear` and `status --breakers`
+//! against a real etcd (Debian package `etcd-server`) and five running
+//! appliers: overrides reach them, bad ones are refused naming the field
+//! with nothing written, and the fleet's breakers are summed per state.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+#[path = "../../tripline-config/tests/support/etcd_server.rs"]
+mod etcd_server;
+#[path = "support/run.rs"]
+mod support;
+
+use std::time::Duration;
+
+use etcd_server::Etcd;
+use support::{Dir, tripline};
+use tripline::{CircuitBreaker, CircuitBreakerConfig, State};
+use tripline_config::etcd::document_at;
+use tripline_config::{Applier, AuditAction, EtcdOptions, EtcdSource};
+
+const PREFIX: &str = "/tripline/fleet-cli";
+
+/// Polls `check` every 50 ms for at most 10 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tripline::clock::block_thread_for(Duration::from_millis(50));
+    }
+    panic!("{what}: not within 10 s");
+}
+
+fn instance(id: &str) -> Applier {
+    let payments = CircuitBreaker::builder()
+        .config(CircuitBreakerConfig {
+            name: "payments".into(),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    Applier::builder().instance_id(id).manage(payments).build()
+}
+
+#[test]
+fn fleet_overrides_are_written_with_validation_and_the_fleet_view_sums_the_breakers() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let endpoint = etcd.endpoint();
+    let gateway = etcd.gateway();
+    let dir = Dir::new();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
+        all.extend_from_slice(args);
+        tripline(all)
+    };
+    let fleet: Vec<Applier> = (1..=5).map(|i| instance(&format!("edge-{i}"))).collect();
+    let _sources: Vec<EtcdSource> = fleet
+        .iter()
+        .map(|a| {
+            let mut options = EtcdOptions::new(&endpoint, PREFIX);
+            options.status_interval = Duration::from_millis(100);
+            let _guard = runtime.enter();
+            EtcdSource::spawn(a.clone(), options)
+        })
+        .collect();
+    eventually("five instances report payments", || {
+        cli(&["status", "--breakers"])
+            .text()
+            .contains("payments: closed on all 5 instances")
+    });
+
+    // Bad input: refused naming the field, nothing written.
+    let out = cli(&["force-open", "nope", "--for", "10m", "--reason", "x"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`override[0].breaker`"),
+        "{}",
+        out.stderr
+    );
+    let out = cli(&[
+        "force-open",
+        "payments",
+        "--until",
+        "2020-01-01T00:00:00Z",
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`override[0].until`"), "{}", out.stderr);
+    let out = cli(&["force-open", "payments", "--for", "0s", "--reason", "x"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    let past = dir.write(
+        "past.toml",
+        "[[override]]\nbreaker = \"payments\"\nstate = \"disabled\"\nuntil = \"2020-01-01T00:00:00Z\"\nreason = \"x\"\n",
+    );
+    let out = cli(&["push", past.to_str().unwrap()]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`override[0].until`"), "{}", out.stderr);
+    assert_eq!(
+        runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap(),
+        None,
+        "nothing written"
+    );
+
+    let out = cli(&[
+        "force-open",
+        "payments",
+        "--for",
+        "10m",
+        "--reason",
+        "bank maintenance",
+        "--author",
+        "alice",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains("payments forced_open until"),
+        "{}",
+        out.text()
+    );
+    for a in &fleet {
+        eventually("held forced open", || {
+            a.breaker("payments").unwrap().state() == State::ForcedOpen
+        });
+        let started = a
+            .audit()
+            .into_iter()
+            .find(|r| matches!(r.action, AuditAction::OverrideStarted { .. }))
+            .unwrap();
+        assert_eq!(started.author.as_deref(), Some("alice"));
+        assert_eq!(started.comment.as_deref(), Some("bank maintenance"));
+    }
+    // One instance's own operator holds it otherwise: the view says so.
+    fleet[1]
+        .hold_locally("payments", tripline_config::OverrideState::Disabled)
+        .unwrap();
+    eventually("the fleet view", || {
+        let text = cli(&["status", "--breakers"]).text();
+        text.contains(
+            "payments: forced_open on 4 of 5 instances (edge-1, edge-3, edge-4, edge-5) for ",
+        ) && text.contains("payments: disabled on 1 of 5 instances (edge-2) for ")
+    });
+
+    let out = cli(&["clear", "payments"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    for a in [&fleet[0], &fleet[2], &fleet[3], &fleet[4]] {
+        eventually("released", || {
+            a.breaker("payments").unwrap().state() == State::Closed
+        });
+    }
+    assert_eq!(
+        fleet[1].breaker("payments").unwrap().state(),
+        State::Disabled,
+        "the local override holds until its own reset"
+    );
+    let out = cli(&["clear", "payments"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no fleet override holds"),
+        "{}",
+        out.stderr
+    );
+}
