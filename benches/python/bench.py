@@ -207,6 +207,45 @@ def threads_per_call_ns(f: Callable[[int], int], threads: int, n: int) -> float:
     return (time.perf_counter_ns() - start) / (threads * n)
 
 
+def leak_forms() -> dict[str, Callable[[int], None]]:
+    """Each wrapping form as a loop of n calls, for the RSS measurement."""
+    b = tripline.CircuitBreaker("leak")
+    failing_breaker = tripline.CircuitBreaker("leak-failing")
+    failing_breaker.disable()  # records every failure, never opens
+    rejecting = tripline.CircuitBreaker("leak-rejected")
+    rejecting.force_open()
+    guarded, aguarded, failing_guarded = b(plain), b(aplain), failing_breaker(failing)
+
+    def with_block(n: int) -> None:
+        for _ in range(n):
+            with b:
+                pass
+
+    def permits(n: int) -> None:
+        for i in range(n):
+            failing_breaker.try_acquire().record(success=bool(i & 1))
+
+    def dropped_permits(n: int) -> None:
+        for _ in range(n):
+            b.try_acquire()
+
+    async def async_with(n: int) -> None:
+        for _ in range(n):
+            async with b:
+                pass
+
+    return {
+        "@breaker def": sync_loop(guarded),
+        "@breaker def, raising": rejected_loop(failing_guarded, ConnectionError),
+        "@breaker async def": async_loop(aguarded),
+        "with breaker": with_block,
+        "async with breaker": lambda n: asyncio.run(async_with(n)),
+        "try_acquire + record": permits,
+        "try_acquire, dropped": dropped_permits,
+        "rejected (CircuitOpenError)": rejected_loop(rejecting(plain), tripline.CircuitOpenError),
+    }
+
+
 def rss_kib() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -233,6 +272,19 @@ def main() -> None:
         except Exception:
             pass
     print("peers: " + (", ".join(versions) or "none installed"))
+    print()
+
+    # First, while the process holds nothing else (the peers' own memory
+    # would blur it): RSS must stay flat across a million calls.
+    print("RSS across 1,000,000 calls of each form (after 100,000 to warm up):")
+    for form, run in leak_forms().items():
+        run(100_000)
+        gc.collect()
+        before = rss_kib()
+        run(1_000_000)
+        gc.collect()
+        after = rss_kib()
+        print(f"  {form:<28} {before} KiB -> {after} KiB ({after - before:+d} KiB)")
     print()
 
     bare = per_call_ns(sync_loop(plain), n, rounds)
@@ -274,18 +326,6 @@ def main() -> None:
     one = min(threads_per_call_ns(guarded, 1, n // 4) for _ in range(3))
     eight = min(threads_per_call_ns(guarded, 8, n // 8) for _ in range(3))
     print(f"one breaker from threads: 1 thread {one:.0f} ns/call, 8 threads {eight:.0f} ns/call (wall time per call)")
-    print()
-
-    leak = tripline.CircuitBreaker("leak")
-    lf = leak(plain)
-    sync_loop(lf)(100_000)
-    before = rss_kib()
-    for _ in range(10):
-        sync_loop(lf)(100_000)
-        p = leak.try_acquire()
-        p.record(success=True)
-    after = rss_kib()
-    print(f"RSS across 1,000,000 guarded calls: {before} KiB -> {after} KiB ({after - before:+d} KiB)")
 
 
 if __name__ == "__main__":
