@@ -212,10 +212,10 @@ impl Pipeline {
                         Some(types) => e.value(py).is_instance(types).unwrap_or(false),
                         None => classify.raised(py, e) == Some(Outcome::Failure),
                     };
-                    if retry {
-                        RetryDecision::Retry
-                    } else {
-                        RetryDecision::Done
+                    match (retry, server_wait(e.value(py).as_any())) {
+                        (false, _) => RetryDecision::Done,
+                        (true, Some(wait)) => RetryDecision::RetryAfter(wait),
+                        (true, None) => RetryDecision::Retry,
                     }
                 }
             })
@@ -240,6 +240,17 @@ impl Pipeline {
             PolicyError::Timeout(t) => raise(py, "AttemptTimeoutError", t.to_string()),
         }
     }
+}
+
+/// A server's pushback carried by the exception: a `retry_after`
+/// attribute (seconds or a timedelta, as an HTTP client would set from
+/// `Retry-After`); the retry waits at least that long.
+fn server_wait(exc: &Bound<'_, PyAny>) -> Option<std::time::Duration> {
+    let value = exc.getattr(pyo3::intern!(exc.py(), "retry_after")).ok()?;
+    if value.is_none() {
+        return None;
+    }
+    crate::convert::duration(&value, "retry_after").ok()
 }
 
 static ERRORS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -128,3 +128,56 @@ def test_bad_policy_config_names_the_field():
         tripline.pipeline(bulkhead=3)
     with pytest.raises(TypeError, match="fallback"):
         tripline.pipeline(fallback="cached")
+
+
+class Throttled(Exception):
+    """What an HTTP client raises on a 503 with Retry-After."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"retry after {retry_after}s")
+        self.retry_after = retry_after
+
+
+def test_retry_waits_at_least_the_servers_retry_after(clock):
+    p = tripline.pipeline(retry={"max_attempts": 2, "backoff": {"kind": "constant", "delay": "10ms"}}, clock=clock)
+    times = []
+
+    def pushed_back() -> str:
+        times.append(clock.now)
+        if len(times) == 1:
+            raise Throttled(3.0)
+        return "ok"
+
+    assert p.call(pushed_back) == "ok"
+    assert times[1] - times[0] >= 3.0
+
+
+def test_overall_deadline_stops_the_retries(clock):
+    p = tripline.pipeline(
+        retry={"max_attempts": 5, "backoff": {"kind": "constant", "delay": "400ms"}},
+        timeout={"overall": "1s"},
+        clock=clock,
+    )
+    f = Flaky(10)
+    with pytest.raises((tripline.DeadlineExceededError, ConnectionError)):
+        p.call(f)
+    assert f.calls < 5
+
+
+def test_retry_budget_caps_retries(clock):
+    p = tripline.pipeline(
+        retry={"max_attempts": 3, "backoff": {"kind": "none"}},
+        budget={"ratio": 0.1, "min_retries_per_second": 0.1},
+        clock=clock,
+    )
+    calls = 0
+
+    def down() -> None:
+        nonlocal calls
+        calls += 1
+        raise ConnectionError
+
+    for _ in range(50):
+        with pytest.raises(ConnectionError):
+            p.call(down)
+    assert calls < 50 * 3 / 2  # without a budget: 150 attempts
