@@ -94,6 +94,8 @@ pub(crate) async fn handle(
     }
     let (parts, _) = req.into_parts();
     let line = Pending::begin(&proxy.access_log, &parts, downstream.peer);
+    let what = "a Host missing from an HTTP/1.1 request, or given twice";
+    crate::rejection::log::refused(downstream.peer, Reason::ProtocolError, what);
     refuse_unrouted(proxy, line, Reason::ProtocolError)
 }
 
