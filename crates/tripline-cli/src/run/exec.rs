@@ -4,9 +4,9 @@
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
@@ -44,19 +44,25 @@ pub(crate) fn execute(spec: &Spec<'_>, elapsed: impl Fn() -> Duration) -> Ran {
     let Some((program, args)) = spec.command.split_first() else {
         return not_started("no command", elapsed());
     };
+    // Signals are caught before the command starts: a SIGTERM that comes
+    // as soon as the command runs must reach it, not kill tripline (the
+    // default action) and leave the command running unrecorded.
+    let child_pid = Arc::new(Target::default());
+    let forwarded = Arc::new(AtomicBool::new(false));
+    let signals = forward_signals(&child_pid, &forwarded);
     let mut child = match Command::new(program).args(args).spawn() {
         Ok(c) => c,
         Err(e) => {
+            if let Some(h) = signals {
+                h.close();
+            }
             return not_started(
                 &format!("cannot run {}: {e}", program.to_string_lossy()),
                 elapsed(),
             );
         }
     };
-    let pid = i32::try_from(child.id()).unwrap_or(0);
-    let child_pid = Arc::new(AtomicI32::new(pid));
-    let forwarded = Arc::new(AtomicBool::new(false));
-    let signals = forward_signals(&child_pid, &forwarded);
+    child_pid.started(i32::try_from(child.id()).unwrap_or(0));
     let timed_out = Arc::new(AtomicBool::new(false));
     let (done, wait_done) = mpsc::channel::<()>();
     if let Some(limit) = spec.timeout {
@@ -73,7 +79,7 @@ pub(crate) fn execute(spec: &Spec<'_>, elapsed: impl Fn() -> Duration) -> Ran {
     }
     let status = child.wait();
     // No signal may reach a reused pid once the child is reaped.
-    child_pid.store(0, Ordering::SeqCst);
+    child_pid.reaped();
     let _ = done.send(());
     if let Some(h) = signals {
         h.close();
@@ -138,10 +144,41 @@ fn not_started(why: &str, elapsed: Duration) -> Ran {
     }
 }
 
-fn send(child_pid: &AtomicI32, signal: Signal) {
-    let pid = child_pid.load(Ordering::SeqCst);
-    if pid > 0 {
-        let _ = kill(Pid::from_raw(pid), signal);
+/// The command's pid while it runs, and the last signal that came before
+/// it started (sent to it as soon as it has a pid). One lock, so a signal
+/// is either sent or kept, never lost between the two.
+#[derive(Default)]
+struct Target(Mutex<TargetState>);
+
+#[derive(Default)]
+struct TargetState {
+    /// 0 before the start and after the reaping.
+    pid: i32,
+    pending: Option<Signal>,
+}
+
+impl Target {
+    fn started(&self, pid: i32) {
+        let mut t = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        t.pid = pid;
+        if let Some(signal) = t.pending.take() {
+            let _ = kill(Pid::from_raw(pid), signal);
+        }
+    }
+
+    fn reaped(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).pid = 0;
+    }
+}
+
+/// Sends `signal` to the running command; before it starts, keeps it for
+/// the start; after it is reaped, drops it.
+fn send(target: &Target, signal: Signal) {
+    let mut t = target.0.lock().unwrap_or_else(PoisonError::into_inner);
+    if t.pid > 0 {
+        let _ = kill(Pid::from_raw(t.pid), signal);
+    } else if t.pending.is_none() || signal == Signal::SIGKILL {
+        t.pending = Some(signal);
     }
 }
 
@@ -151,7 +188,7 @@ fn send(child_pid: &AtomicI32, signal: Signal) {
 /// termination signals forwarded here, and the only way to reach a child
 /// when a runner signals tripline alone.
 fn forward_signals(
-    child_pid: &Arc<AtomicI32>,
+    child_pid: &Arc<Target>,
     forwarded: &Arc<AtomicBool>,
 ) -> Option<signal_hook::iterator::Handle> {
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]).ok()?;
