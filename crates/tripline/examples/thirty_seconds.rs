@@ -1,5 +1,6 @@
-//! The README's "A breaker in thirty seconds": a breaker trips on failures,
-//! fails fast while open, probes after its open duration and closes again.
+//! The README's library snippet ("A Rust library"): a breaker trips on
+//! failures, fails fast while open, probes after its open duration and
+//! closes again.
 //! `cargo run -p tripline --example thirty_seconds` prints:
 //!
 //! ```text
