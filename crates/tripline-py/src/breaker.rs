@@ -1,6 +1,5 @@
 //! `tripline.CircuitBreaker`: the library's breaker as a Python object.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -8,110 +7,18 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use tripline::{Clock, EventKind, Outcome, Subscription};
+use tripline::Outcome;
 
 use crate::classify::Classify;
 use crate::config::{breaker_config, from_path, kwargs_json, merged};
 use crate::convert::{duration, serde_to_py};
-use crate::errors::{circuit_open, log_raised};
+use crate::errors::log_raised;
 
-/// Why each currently open breaker tripped, by breaker name: the text a
-/// `CircuitOpenError` carries. Filled from the breakers' own transition
-/// events (built only on a transition), read only on a rejection.
-#[derive(Default)]
-pub(crate) struct Reasons(Mutex<HashMap<String, Arc<str>>>);
+mod clock;
+mod core;
 
-impl Reasons {
-    /// Records `event`'s reason if it opened a breaker, forgets it if it
-    /// closed one.
-    pub(crate) fn observe(&self, event: &tripline::Event) {
-        let EventKind::Transition(t) = &event.kind else {
-            return;
-        };
-        let Ok(mut map) = self.0.lock() else {
-            return;
-        };
-        if t.to.admits_freely() {
-            map.remove(&*event.breaker);
-        } else if matches!(t.to, tripline::State::Open | tripline::State::ForcedOpen) {
-            map.insert(
-                event.breaker.to_string(),
-                Arc::from(crate::event::explanation(event)),
-            );
-        }
-    }
-
-    fn get(&self, name: &str) -> Option<Arc<str>> {
-        self.0.lock().ok().and_then(|m| m.get(name).cloned())
-    }
-}
-
-/// Everything a guarded call needs: the Rust breaker and the Python rules
-/// around it. Shared (behind a `frozen` Python object) by the breaker, its
-/// decorated functions and its permits.
-pub(crate) struct Core {
-    pub(crate) breaker: Arc<tripline::CircuitBreaker>,
-    pub(crate) classify: Arc<Classify>,
-    reasons: Arc<Reasons>,
-    /// The permits of `with breaker:` blocks, per thread and per task.
-    permits: PyOnceLock<Py<PyAny>>,
-    subscriptions: Mutex<Vec<Subscription>>,
-}
-
-impl Core {
-    /// The error for a call the breaker refused.
-    #[cold]
-    pub(crate) fn reject(&self, py: Python<'_>, rejected: tripline::Rejected) -> PyErr {
-        let reason = self.reasons.get(self.breaker.name());
-        circuit_open(py, self.breaker.name(), rejected, reason.as_deref())
-    }
-
-    /// The closed path of every synchronous form: acquire, call, classify,
-    /// record. No allocation of its own, no lock.
-    #[inline]
-    pub(crate) fn call(
-        &self,
-        py: Python<'_>,
-        f: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        let permit = match self.breaker.try_acquire() {
-            Ok(p) => p,
-            Err(r) => return Err(self.reject(py, r)),
-        };
-        let clock = self.breaker.clock();
-        let start = clock.now();
-        let result = f.call(args, kwargs);
-        let elapsed = clock.now() - start;
-        match result {
-            Ok(value) => {
-                permit.record(self.classify.returned(py, &value), elapsed);
-                Ok(value.unbind())
-            }
-            Err(err) => {
-                match self.classify.raised(py, &err) {
-                    Some(outcome) => permit.record(outcome, elapsed),
-                    None => drop(permit),
-                }
-                Err(err)
-            }
-        }
-    }
-
-    /// The context variable holding the stack of `with` permits.
-    pub(crate) fn permit_stack<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
-        self.permits
-            .get_or_try_init(py, || {
-                let var = py
-                    .import("contextvars")?
-                    .getattr("ContextVar")?
-                    .call1((format!("tripline.{}.permits", self.breaker.name()),))?;
-                Ok::<_, PyErr>(var.unbind())
-            })
-            .map(|v| v.bind(py))
-    }
-}
+pub use clock::ManualClock;
+pub(crate) use core::{Core, Reasons};
 
 /// A circuit breaker: `CircuitBreaker(name, **config)`.
 ///
@@ -122,34 +29,6 @@ impl Core {
 #[pyclass(frozen, module = "tripline", weakref)]
 pub struct CircuitBreaker {
     pub(crate) core: Core,
-}
-
-/// A virtual clock for tests: time moves only when `advance` is called.
-#[pyclass(frozen, module = "tripline")]
-pub struct ManualClock {
-    pub(crate) clock: tripline::ManualClock,
-}
-
-#[pymethods]
-impl ManualClock {
-    #[new]
-    fn new() -> Self {
-        ManualClock {
-            clock: tripline::ManualClock::new(),
-        }
-    }
-
-    /// Moves time forward by `duration` (timedelta, seconds or `"5s"`).
-    fn advance(&self, duration_: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.clock.advance(duration(duration_, "duration")?);
-        Ok(())
-    }
-
-    /// The current reading, in seconds since the clock's epoch.
-    #[getter]
-    fn now(&self) -> f64 {
-        self.clock.now().as_secs_f64()
-    }
 }
 
 impl CircuitBreaker {
