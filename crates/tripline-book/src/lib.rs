@@ -41,6 +41,45 @@ mod tests {
     use super::PAGES_WITH_RUST;
     use std::path::Path;
 
+    /// The README stays a front door: short, the two set-up commands first,
+    /// and every audience's path ending in a link into the book.
+    #[test]
+    fn the_readme_is_a_front_door() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+        let lines = readme.lines().count();
+        assert!(
+            lines <= 250,
+            "the README has {lines} lines; move detail into the book"
+        );
+        let try_it = readme
+            .split("## Try it")
+            .nth(1)
+            .and_then(|s| s.split("```sh\n").nth(1))
+            .and_then(|s| s.split("\n```").next())
+            .expect("a Try it section with a sh block");
+        let commands: Vec<&str> = try_it.lines().collect();
+        assert_eq!(commands.len(), 2, "{commands:?}");
+        assert!(commands[0].contains("demo --live"), "{}", commands[0]);
+        assert_eq!(commands[1], "./scripts/test");
+        let paths = readme
+            .split("## Pick your path")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("the audiences' paths");
+        for path in paths.split("\n### ").skip(1) {
+            let title = path.lines().next().unwrap_or_default();
+            if title == "Python" {
+                assert!(path.contains("crates/tripline-py"), "{path}");
+                continue;
+            }
+            assert!(
+                path.contains("](docs/src/"),
+                "{title}: no link into the book"
+            );
+        }
+    }
+
     /// Every page of the book with a `rust` block is compiled above: a new
     /// chapter with code cannot slip past the doc-tests.
     #[test]
