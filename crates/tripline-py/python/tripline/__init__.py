@@ -6,6 +6,8 @@ probe) is made by the same code as in Rust. See the package README.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import Any
 
 from ._errors import (
@@ -32,6 +34,11 @@ from ._tripline import (
     Pipeline,
     Served,
 )
+
+try:
+    __version__ = _version("tripline")
+except PackageNotFoundError:  # imported from a source tree
+    __version__ = "0+unknown"
 
 __all__ = [
     "AsyncGuarded",
