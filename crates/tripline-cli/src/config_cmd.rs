@@ -14,10 +14,13 @@
 //!   `clear NAME` write a fleet-wide override into the document (see
 //!   [`overrides`]): every instance holds the breaker until the override
 //!   ends by itself, and audits it with its author and reason.
+//! - `check FILE --at TIME` validates a document offline and says which
+//!   `[[profile]]` holds at TIME (see [`check_doc`]).
 //! - `rollback --revision R` pushes again the document etcd held at
 //!   revision R (etcd keeps history until compaction), so the whole fleet
 //!   rolls back, audited as a new change.
 
+pub(crate) mod check_doc;
 mod dry_run;
 mod fleet;
 mod overrides;
@@ -71,6 +74,14 @@ enum ConfigAction {
         /// The breaker.
         name: String,
     },
+    /// Validate a document without etcd, and say which profile holds at --at.
+    Check {
+        /// The document.
+        file: PathBuf,
+        /// When (RFC 3339, e.g. 2026-12-07T10:00:00Z); default now.
+        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+        at: Option<std::time::SystemTime>,
+    },
     /// Push again the document etcd held at an earlier revision.
     Rollback {
         /// The etcd revision to restore (see `status`'s REVISION column).
@@ -80,6 +91,9 @@ enum ConfigAction {
 }
 
 pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
+    if let ConfigAction::Check { file, at } = &args.action {
+        return check_doc::check_document(file, *at);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -98,6 +112,7 @@ pub(crate) fn run(args: &ConfigArgs) -> Result<(), CliError> {
                 overrides::hold(&gateway, &args.prefix, OverrideState::Disabled, hold).await
             }
             ConfigAction::Clear { name } => overrides::clear(&gateway, &args.prefix, name).await,
+            ConfigAction::Check { .. } => Ok(()),
             ConfigAction::Rollback { revision } => {
                 rollback(&gateway, &args.prefix, *revision).await
             }

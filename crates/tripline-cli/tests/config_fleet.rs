@@ -162,3 +162,72 @@ fn fleet_overrides_are_written_with_validation_and_the_fleet_view_sums_the_break
         out.stderr
     );
 }
+
+const PROFILES: &str = r#"
+[[breaker]]
+name = "payments"
+minimum_calls = 4
+
+[[profile]]
+name = "evening-peak"
+when = { days = ["mon", "tue", "wed", "thu", "fri"], from = "18:00", to = "22:00", tz = "+08:00" }
+
+[[profile.breaker]]
+name = "payments"
+slow_call_duration = "2s"
+slow_call_rate_threshold = 0.9
+"#;
+
+#[test]
+fn config_check_says_which_profile_holds_at_a_time_and_push_refuses_overlaps() {
+    let dir = Dir::new();
+    let doc = dir.write("profiles.toml", PROFILES);
+    let path = doc.to_str().unwrap();
+    // Monday 2026-12-07 11:00 UTC is 19:00 at +08:00: the peak.
+    let out = tripline(["config", "check", path, "--at", "2026-12-07T11:00:00Z"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(
+        text.contains("at 2026-12-07T11:00:00Z: profile \"evening-peak\" holds"),
+        "{text}"
+    );
+    assert!(
+        text.contains("payments.slow_call_rate_threshold: 1.0 → 0.9"),
+        "{text}"
+    );
+    let out = tripline(["config", "check", path, "--at", "2026-12-07T15:00:00Z"]);
+    assert!(out.text().contains("no profile holds"), "{}", out.text());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let overlapping = dir.write(
+        "overlap.toml",
+        &format!(
+            "{PROFILES}\n[[profile]]\nname = \"friday-late\"\nwhen = {{ days = [\"fri\"], from = \"21:00\", to = \"23:00\", tz = \"+08:00\" }}\n"
+        ),
+    );
+    let endpoint = etcd.endpoint();
+    let out = tripline([
+        "config",
+        "--etcd",
+        &endpoint,
+        "--prefix",
+        PREFIX,
+        "push",
+        overlapping.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("profile \"friday-late\": `when` overlaps profile \"evening-peak\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        runtime
+            .block_on(document_at(&etcd.gateway(), PREFIX, 0))
+            .unwrap(),
+        None,
+        "nothing written"
+    );
+}

@@ -26,6 +26,7 @@ mod inspect;
 mod install;
 mod managed;
 mod operator;
+mod profiles;
 mod rollout_run;
 mod shadow;
 
@@ -188,6 +189,10 @@ struct Core {
     fleet_author: Option<String>,
     /// Where that document came from, for the overrides' audit records.
     fleet_origin: Origin,
+    /// The document installed last (its tables and profiles).
+    in_force: Document,
+    /// The name of its profile holding now, if one does.
+    active_profile: Option<String>,
 }
 
 impl Applier {

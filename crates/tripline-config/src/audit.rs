@@ -75,6 +75,14 @@ pub enum AuditAction {
         /// When it ends by itself (RFC 3339).
         until: String,
     },
+    /// The profile holding changed at a boundary of its schedule; the
+    /// record's changes say what each breaker's config became.
+    ProfileSwitched {
+        /// The profile that held until now, if one did.
+        from: Option<String>,
+        /// The profile holding from now, if one does.
+        to: Option<String>,
+    },
     /// A fleet override stopped holding a breaker, which was reset.
     OverrideEnded {
         /// The breaker released.

@@ -8,16 +8,18 @@
 //! error rather than a crash, and names the breaker and field at fault.
 
 mod overrides;
+pub(crate) mod profiles;
 mod table;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tripline::{CircuitBreakerConfig, ConfigWarning};
 
 use crate::rollout::Rollout;
 pub use overrides::{FleetOverride, OverrideState};
+pub use profiles::{Profile, When};
 pub use table::BreakerTable;
 
 /// Largest document accepted, in bytes: far above any real breaker set,
@@ -65,6 +67,10 @@ pub struct Document {
     /// itself at its `until`.
     #[serde(rename = "override", default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<FleetOverride>,
+    /// Scheduled parameter sets (`[[profile]]`), at most one holding at a
+    /// time, laid over the tables above while it holds.
+    #[serde(rename = "profile", default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<Profile>,
     /// Run the change in shadow, then on a share of the fleet, before it
     /// counts as done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +125,16 @@ pub enum DocumentError {
         /// The field.
         field: &'static str,
         /// What it must satisfy, and what it was.
+        constraint: String,
+    },
+    /// A `[[profile]]` is unusable, or overlaps another.
+    #[error("profile {profile:?}: `{field}` {constraint}")]
+    Profile {
+        /// The profile's name.
+        profile: String,
+        /// The field, dotted (`when.from`, `breaker.minimum_calls`).
+        field: String,
+        /// What it must satisfy.
         constraint: String,
     },
     /// The rollout plan is unusable.
@@ -219,60 +235,12 @@ impl Document {
             }
             warnings.extend(warnings_of(&table.name, found));
         }
-        let mut held = BTreeSet::new();
-        for (index, o) in self.overrides.iter().enumerate() {
-            let bad = |field, constraint: &str| DocumentError::Override {
-                index,
-                field,
-                constraint: constraint.to_owned(),
-            };
-            if o.breaker.is_empty() {
-                return Err(bad("breaker", "must name a breaker"));
-            }
-            if o.reason.trim().is_empty() {
-                return Err(bad("reason", "must say why (it is audited)"));
-            }
-            if !held.insert(o.breaker.as_str()) {
-                return Err(bad(
-                    "breaker",
-                    &format!("{:?} is already held by an earlier override", o.breaker),
-                ));
-            }
-        }
+        overrides::validate(&self.overrides)?;
+        profiles::validate(self)?;
         if let Some(rollout) = &self.rollout {
             rollout.validate()?;
         }
         Ok(warnings)
-    }
-
-    /// What a tool writing overrides checks beyond [`validate`](Self::validate):
-    /// every override ends after `now`, and holds a breaker in `known` (the
-    /// breakers the fleet reports) or one the document configures.
-    pub fn check_overrides(&self, now: SystemTime, known: &[String]) -> Result<(), DocumentError> {
-        for (index, o) in self.overrides.iter().enumerate() {
-            if o.until <= now {
-                return Err(DocumentError::Override {
-                    index,
-                    field: "until",
-                    constraint: format!(
-                        "must be in the future, got {} (now {})",
-                        humantime::format_rfc3339_seconds(o.until),
-                        humantime::format_rfc3339_seconds(now)
-                    ),
-                });
-            }
-            if !known.contains(&o.breaker) && self.breaker(&o.breaker).is_none() {
-                return Err(DocumentError::Override {
-                    index,
-                    field: "breaker",
-                    constraint: format!(
-                        "names {:?}, which no live instance reports and the document does not configure",
-                        o.breaker
-                    ),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// The table of breaker `name`, if the document has one.

@@ -53,7 +53,7 @@ pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
 pub use diff::{FieldChange, diff_configs, diff_documents};
 pub use document::{
     BreakerTable, Document, DocumentError, DocumentWarning, FleetOverride, MAX_DOCUMENT_BYTES,
-    OverrideState,
+    OverrideState, Profile, When,
 };
 pub use etcd::{EtcdOptions, EtcdSource};
 

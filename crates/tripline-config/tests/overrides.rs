@@ -64,10 +64,7 @@ fn a_fleet_override_holds_until_its_until_then_ends_by_itself_audited() {
     );
     assert_eq!(started.author.as_deref(), Some("alice@example.com"));
     assert_eq!(started.comment.as_deref(), Some("bank maintenance"));
-    assert_eq!(
-        applier.until_next_override_change(),
-        Some(Duration::from_secs(600))
-    );
+    assert_eq!(applier.until_next_change(), Some(Duration::from_secs(600)));
 
     clock.advance(Duration::from_secs(599));
     applier.tick();
@@ -86,7 +83,7 @@ fn a_fleet_override_holds_until_its_until_then_ends_by_itself_audited() {
     );
     assert_eq!(ended.author.as_deref(), Some("alice@example.com"));
     assert_eq!(applier.managed_status("payments").unwrap().holds, None);
-    assert_eq!(applier.until_next_override_change(), None);
+    assert_eq!(applier.until_next_change(), None);
 
     // The document is unchanged and still in force: a restart (a new
     // applier reading it) does not hold the breaker again.

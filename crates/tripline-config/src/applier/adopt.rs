@@ -36,8 +36,8 @@ impl Applier {
             return Ok(());
         }
         let base = breaker.config();
-        if let Some(table) = core.pushed.get(&name) {
-            let (wanted, _) = table.resolve(&base)?;
+        if let Some(wanted) = Applier::wanted(&core, &base) {
+            let wanted = wanted?;
             if wanted != base {
                 breaker.reconfigure(wanted).map_err(|e| refused(&name, e))?;
             }
@@ -61,11 +61,11 @@ impl Applier {
         if let Some(managed) = core.breakers.get_mut(&owner.name) {
             managed.base = owner.clone();
         }
-        let Some(table) = core.pushed.get(&owner.name) else {
+        let Some(wanted) = Applier::wanted(&core, &owner) else {
             return owner;
         };
-        match table.resolve(&owner) {
-            Ok((wanted, _)) => wanted,
+        match wanted {
+            Ok(wanted) => wanted,
             Err(e) => {
                 tracing::warn!(error = %e,
                     "tripline-config: the pushed table does not fit the owner's new config; the owner's config runs");
@@ -84,8 +84,8 @@ impl Applier {
         let name = registry.family().to_owned();
         let mut core = self.core();
         let base = registry.family_config();
-        if let Some(table) = core.pushed.get(&name) {
-            let (wanted, _) = table.resolve(&base)?;
+        if let Some(wanted) = Applier::wanted(&core, &base) {
+            let wanted = wanted?;
             if wanted != base {
                 registry
                     .reconfigure_family(wanted)
@@ -109,12 +109,14 @@ impl Applier {
     /// name not managed). `None` also when the table does not fit that base.
     pub fn pushed_config(&self, name: &str) -> Option<CircuitBreakerConfig> {
         let core = self.core();
-        let table = core.pushed.get(name)?;
-        let base = core
-            .breakers
-            .get(name)
-            .map_or_else(|| table.default_base(), |m| m.base.clone());
-        table.resolve(&base).ok().map(|(config, _)| config)
+        let base = core.breakers.get(name).map_or_else(
+            || CircuitBreakerConfig {
+                name: name.to_owned(),
+                ..Default::default()
+            },
+            |m| m.base.clone(),
+        );
+        Applier::wanted(&core, &base)?.ok()
     }
 }
 

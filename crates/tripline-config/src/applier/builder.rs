@@ -120,6 +120,8 @@ impl ApplierBuilder {
                     fleet_overrides: Vec::new(),
                     fleet_author: None,
                     fleet_origin: super::Origin::new("none", None),
+                    in_force: crate::document::Document::default(),
+                    active_profile: None,
                 }),
                 twins: RwLock::new(BTreeMap::new()),
                 shadowing: std::sync::atomic::AtomicBool::new(false),

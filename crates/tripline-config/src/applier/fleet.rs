@@ -42,26 +42,30 @@ impl Applier {
         self.shared.wall_epoch + self.shared.clock.now().as_duration()
     }
 
-    /// How long until the next fleet override ends, on the applier's clock.
-    pub fn until_next_override_change(&self) -> Option<Duration> {
+    /// How long until the next fleet override ends or a profile of the
+    /// document in force starts or ends, on the applier's clock.
+    pub fn until_next_change(&self) -> Option<Duration> {
         let core = self.core();
         let now = self.shared.clock.now();
-        core.fleet_overrides
+        let override_end = core
+            .fleet_overrides
             .iter()
             .map(|o| self.on_clock(o.until))
             .filter(|t| *t > now)
             .min()
-            .map(|t| t.saturating_duration_since(now))
+            .map(|t| t.saturating_duration_since(now));
+        let boundary = self.until_next_profile_boundary(&core);
+        override_end.into_iter().chain(boundary).min()
     }
 
-    /// Ends fleet overrides when their `until` comes, without waiting for a
-    /// document: sleeps until the next one is due (woken early when a
-    /// document changes them), then ticks. Runs until dropped; the sources
-    /// spawn it beside their watch.
+    /// Ends fleet overrides when their `until` comes and switches profiles
+    /// at their boundaries, without waiting for a document: sleeps until
+    /// the next change is due (woken early when a document arrives), then
+    /// ticks. Runs until dropped; the sources spawn it beside their watch.
     pub async fn run_override_timer(self) {
         loop {
             let wait = self
-                .until_next_override_change()
+                .until_next_change()
                 .map_or(IDLE_WAIT, |d| d.min(IDLE_WAIT));
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}

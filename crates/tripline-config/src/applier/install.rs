@@ -11,7 +11,7 @@ use tripline::{CircuitBreaker, CircuitBreakerConfig, Clock};
 use super::{Applier, ApplyError, Core, Managed, Origin, PushedAt};
 use crate::audit::{AuditAction, AuditRecord};
 use crate::diff::{FieldChange, diff_configs};
-use crate::document::{Document, DocumentError, DocumentWarning, warnings_of};
+use crate::document::{Document, DocumentError, DocumentWarning, Profile, warnings_of};
 
 impl Applier {
     /// A validated document: applied now, or handed to its rollout.
@@ -73,7 +73,11 @@ impl Applier {
         origin: &Origin,
         action: AuditAction,
     ) -> Result<AuditRecord, ApplyError> {
-        let (configs, warnings) = match resolve(core, &doc) {
+        let active = self.profile_of(&doc);
+        let resolved = self
+            .check_profiles(core, &doc)
+            .and_then(|()| resolve(core, &doc, active.and_then(|i| doc.profiles.get(i))));
+        let (configs, warnings) = match resolved {
             Ok(resolved) => resolved,
             Err(e) => return Err(self.refuse(core, origin, e)),
         };
@@ -133,6 +137,10 @@ impl Applier {
         }
         core.revision.clone_from(&origin.revision);
         core.last_error = None;
+        core.active_profile = active
+            .and_then(|i| doc.profiles.get(i))
+            .map(|p| p.name.clone());
+        core.in_force = doc.clone();
         self.shared.metrics.applied(&origin.source, core.version);
         tracing::info!(
             source = %origin.source,
@@ -219,19 +227,63 @@ impl Applier {
 pub(super) fn resolve(
     core: &Core,
     doc: &Document,
+    profile: Option<&Profile>,
 ) -> Result<(Vec<CircuitBreakerConfig>, Vec<DocumentWarning>), DocumentError> {
-    let mut configs = Vec::with_capacity(doc.breakers.len());
+    let mut names: Vec<&str> = doc.breakers.iter().map(|t| t.name.as_str()).collect();
+    for table in profile.into_iter().flat_map(|p| &p.breakers) {
+        if !names.contains(&table.name.as_str()) {
+            names.push(&table.name);
+        }
+    }
+    let mut configs = Vec::with_capacity(names.len());
     let mut warnings = Vec::new();
-    for table in &doc.breakers {
-        let base = core
-            .breakers
-            .get(&table.name)
-            .map_or_else(|| table.default_base(), |m| m.base.clone());
-        let (config, found) = table.resolve(&base)?;
-        warnings.extend(warnings_of(&table.name, found));
+    for name in names {
+        let base = core.breakers.get(name).map_or_else(
+            || CircuitBreakerConfig {
+                name: name.to_owned(),
+                ..Default::default()
+            },
+            |m| m.base.clone(),
+        );
+        let (config, found) = overlay(base, doc.breaker(name), profile)?;
+        warnings.extend(warnings_of(name, found));
         configs.push(config);
     }
     Ok((configs, warnings))
+}
+
+/// `base` with the document's `table` laid on it, then the `profile`'s
+/// table of the same breaker, validated; an error of the profile's table
+/// names the profile.
+pub(super) fn overlay(
+    base: CircuitBreakerConfig,
+    table: Option<&crate::document::BreakerTable>,
+    profile: Option<&Profile>,
+) -> Result<(CircuitBreakerConfig, Vec<tripline::ConfigWarning>), DocumentError> {
+    let name = base.name.clone();
+    let mut config = match table {
+        Some(t) => t.apply_to(&base)?,
+        None => base,
+    };
+    let extra = profile.and_then(|p| p.breakers.iter().find(|t| t.name == name).map(|t| (p, t)));
+    if let Some((p, t)) = extra {
+        config = t.resolve(&config).map_err(|e| in_profile(p, &name, e))?.0;
+    }
+    let found = config.validate().map_err(|e| invalid(&name, e))?;
+    Ok((config, found))
+}
+
+fn in_profile(p: &Profile, breaker: &str, e: DocumentError) -> DocumentError {
+    match e {
+        DocumentError::Invalid {
+            field, constraint, ..
+        } => DocumentError::Profile {
+            profile: p.name.clone(),
+            field: format!("breaker.{field}"),
+            constraint: format!("(breaker {breaker:?}) {constraint}"),
+        },
+        other => other,
+    }
 }
 
 /// Old → new for every config of `configs`.

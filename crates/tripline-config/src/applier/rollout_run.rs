@@ -80,6 +80,7 @@ impl Applier {
         self.with_core(|this, core| {
             this.advance(core);
             this.reconcile_overrides(core);
+            this.switch_profiles(core);
             core.rollout.as_ref().map(RolloutRun::phase)
         })
     }
@@ -115,7 +116,8 @@ impl Applier {
         origin: Origin,
         plan: Rollout,
     ) -> Result<AuditRecord, ApplyError> {
-        let (configs, warnings) = match resolve(core, &doc) {
+        let profile = self.profile_of(&doc).and_then(|i| doc.profiles.get(i));
+        let (configs, warnings) = match resolve(core, &doc, profile) {
             Ok(resolved) => resolved,
             Err(e) => return Err(self.refuse(core, &origin, e)),
         };
@@ -302,6 +304,8 @@ impl Applier {
         tracing::warn!(%reason, to = previous_version, "tripline-config: canary rolled back");
         let doc = Document {
             breakers: previous.iter().map(BreakerTable::whole).collect(),
+            overrides: core.in_force.overrides.clone(),
+            profiles: core.in_force.profiles.clone(),
             comment: Some(format!("automatic rollback: {reason}")),
             ..Document::default()
         };

@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::{Document, DocumentError};
+
 /// The operator state an override holds a breaker in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,4 +104,61 @@ fn read_time<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
 pub(crate) fn whole_seconds(t: SystemTime) -> SystemTime {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+impl Document {
+    /// What a tool writing overrides checks beyond [`validate`](Document::validate):
+    /// every override ends after `now`, and holds a breaker in `known` (the
+    /// breakers the fleet reports) or one the document configures.
+    pub fn check_overrides(&self, now: SystemTime, known: &[String]) -> Result<(), DocumentError> {
+        for (index, o) in self.overrides.iter().enumerate() {
+            if o.until <= now {
+                return Err(DocumentError::Override {
+                    index,
+                    field: "until",
+                    constraint: format!(
+                        "must be in the future, got {} (now {})",
+                        humantime::format_rfc3339_seconds(o.until),
+                        humantime::format_rfc3339_seconds(now)
+                    ),
+                });
+            }
+            if !known.contains(&o.breaker) && self.breaker(&o.breaker).is_none() {
+                return Err(DocumentError::Override {
+                    index,
+                    field: "breaker",
+                    constraint: format!(
+                        "names {:?}, which no live instance reports and the document does not configure",
+                        o.breaker
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each override names a breaker, once, and says why.
+pub(super) fn validate(overrides: &[FleetOverride]) -> Result<(), DocumentError> {
+    let mut held = std::collections::BTreeSet::new();
+    for (index, o) in overrides.iter().enumerate() {
+        let bad = |field, constraint: &str| DocumentError::Override {
+            index,
+            field,
+            constraint: constraint.to_owned(),
+        };
+        if o.breaker.is_empty() {
+            return Err(bad("breaker", "must name a breaker"));
+        }
+        if o.reason.trim().is_empty() {
+            return Err(bad("reason", "must say why (it is audited)"));
+        }
+        if !held.insert(o.breaker.as_str()) {
+            return Err(bad(
+                "breaker",
+                &format!("{:?} is already held by an earlier override", o.breaker),
+            ));
+        }
+    }
+    Ok(())
 }
