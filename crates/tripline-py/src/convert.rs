@@ -36,6 +36,10 @@ const DURATION_KEYS: &[&str] = &[
     "per_attempt",
     "overall",
     "window",
+    "interval",
+    "base_ejection_time",
+    "max_ejection_time",
+    "max_ejection_time_jitter",
 ];
 
 /// A Python duration — `timedelta`, seconds as a number, or the config

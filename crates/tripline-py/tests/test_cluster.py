@@ -147,3 +147,36 @@ def test_bad_cluster_arguments_name_the_field():
         tripline.Cluster("127.0.0.1:1", call=get)
     with pytest.raises(ValueError, match="balancer"):
         tripline.Cluster(["127.0.0.1:1"], call=get, balancer="fastest")
+
+
+def test_outlier_detection_ejects_a_node_that_keeps_failing(clock):
+    nodes = [Node("a"), Node("b"), Node("bad", status=500)]
+    try:
+        cluster = tripline.Cluster(
+            [n.address for n in nodes],
+            call=get,
+            strategy="failover",
+            # The breakers never trip here: only outlier detection acts.
+            breaker={"window": {"kind": "count", "size": 100}, "minimum_calls": 100},
+            outlier={
+                "interval": 1,
+                "base_ejection_time": 30,
+                "max_ejection_percent": 100,
+                "consecutive_failures": {"threshold": 3, "enforcing_percent": 100},
+                "success_rate": None,
+            },
+            clock=clock,
+        )
+        for _ in range(9):
+            assert cluster.call("/") in ("a", "b")  # failover hides the bad node
+        clock.advance(1)
+        cluster.analyze()
+        ejected = {e["id"]: e["ejected"] for e in cluster.endpoints}
+        assert ejected == {nodes[0].address: False, nodes[1].address: False, nodes[2].address: True}
+        hits = nodes[2].hits
+        for _ in range(6):
+            cluster.call("/")
+        assert nodes[2].hits == hits  # no traffic while ejected
+    finally:
+        for n in nodes:
+            n.stop()
