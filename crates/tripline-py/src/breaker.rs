@@ -53,6 +53,7 @@ impl CircuitBreaker {
                 breaker,
                 classify,
                 reasons,
+                py_name: PyOnceLock::new(),
                 permits: PyOnceLock::new(),
                 subscriptions: Mutex::new(subscriptions),
             },

@@ -10,7 +10,7 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyString, PyType};
 
 static CIRCUIT_OPEN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -35,23 +35,36 @@ fn error_class<'py>(
 /// A `CircuitOpenError` for a call `breaker` refused.
 pub(crate) fn circuit_open(
     py: Python<'_>,
-    breaker: &str,
+    breaker: &Bound<'_, PyString>,
     rejected: tripline::Rejected,
-    reason: Option<&str>,
+    reason: Option<Bound<'_, PyString>>,
 ) -> PyErr {
     let retry_after = rejected.retry_after().map(|d| d.as_secs_f64());
-    let state = rejected.state().as_str();
-    match error_class(py, &CIRCUIT_OPEN, "CircuitOpenError") {
-        Ok(class) => PyErr::from_type(
-            class.clone(),
-            (
-                breaker.to_owned(),
-                retry_after,
-                reason.map(str::to_owned),
-                state,
-            ),
-        ),
+    let built = error_class(py, &CIRCUIT_OPEN, "CircuitOpenError").and_then(|class| {
+        let args = (
+            breaker,
+            retry_after,
+            reason,
+            state_name(py, rejected.state()),
+        );
+        class.call1(args)
+    });
+    match built {
+        Ok(exc) => PyErr::from_value(exc),
         Err(e) => e,
+    }
+}
+
+/// A state's name as an interned Python string (no allocation per call).
+fn state_name(py: Python<'_>, state: tripline::State) -> &Bound<'_, PyString> {
+    use tripline::State;
+    match state {
+        State::Closed => pyo3::intern!(py, "closed"),
+        State::Open => pyo3::intern!(py, "open"),
+        State::HalfOpen => pyo3::intern!(py, "half_open"),
+        State::ForcedOpen => pyo3::intern!(py, "forced_open"),
+        State::Disabled => pyo3::intern!(py, "disabled"),
+        State::MetricsOnly => pyo3::intern!(py, "metrics_only"),
     }
 }
 

@@ -231,7 +231,12 @@ impl Pipeline {
                 let rejected = Rejected::new(open.state, open.retry_after);
                 match &self.breaker {
                     Some(b) => b.get().core.reject(py, rejected),
-                    None => crate::errors::circuit_open(py, "pipeline", rejected, None),
+                    None => crate::errors::circuit_open(
+                        py,
+                        pyo3::intern!(py, "pipeline"),
+                        rejected,
+                        None,
+                    ),
                 }
             }
             PolicyError::BudgetExhausted { last, .. } => self.error(py, *last),

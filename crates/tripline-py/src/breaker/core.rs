@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use tripline::{Clock, EventKind, Subscription};
 
 use crate::classify::Classify;
@@ -16,7 +16,7 @@ use crate::errors::circuit_open;
 /// `CircuitOpenError` carries. Filled from the breakers' own transition
 /// events (built only on a transition), read only on a rejection.
 #[derive(Default)]
-pub(crate) struct Reasons(Mutex<HashMap<String, Arc<str>>>);
+pub(crate) struct Reasons(Mutex<HashMap<String, Py<PyString>>>);
 
 impl Reasons {
     /// Records `event`'s reason if it opened a breaker, forgets it if it
@@ -25,21 +25,30 @@ impl Reasons {
         let EventKind::Transition(t) = &event.kind else {
             return;
         };
+        // The Python string is made before the lock is taken: a thread
+        // must never wait for the interpreter while holding it.
+        let opened =
+            matches!(t.to, tripline::State::Open | tripline::State::ForcedOpen).then(|| {
+                let text = crate::event::explanation(event);
+                Python::attach(|py| PyString::new(py, &text).unbind())
+            });
         let Ok(mut map) = self.0.lock() else {
             return;
         };
-        if t.to.admits_freely() {
-            map.remove(&*event.breaker);
-        } else if matches!(t.to, tripline::State::Open | tripline::State::ForcedOpen) {
-            map.insert(
-                event.breaker.to_string(),
-                Arc::from(crate::event::explanation(event)),
-            );
+        match opened {
+            Some(text) => {
+                map.insert(event.breaker.to_string(), text);
+            }
+            None if t.to.admits_freely() => {
+                map.remove(&*event.breaker);
+            }
+            None => {}
         }
     }
 
-    fn get(&self, name: &str) -> Option<Arc<str>> {
-        self.0.lock().ok().and_then(|m| m.get(name).cloned())
+    fn get<'py>(&self, py: Python<'py>, name: &str) -> Option<Bound<'py, PyString>> {
+        let map = self.0.lock().ok()?;
+        map.get(name).map(|s| s.bind(py).clone())
     }
 }
 
@@ -50,6 +59,8 @@ pub(crate) struct Core {
     pub(crate) breaker: Arc<tripline::CircuitBreaker>,
     pub(crate) classify: Arc<Classify>,
     pub(crate) reasons: Arc<Reasons>,
+    /// The breaker's name as a Python string, made at the first rejection.
+    pub(crate) py_name: PyOnceLock<Py<PyString>>,
     /// The permits of `with breaker:` blocks, per thread and per task.
     pub(crate) permits: PyOnceLock<Py<PyAny>>,
     pub(crate) subscriptions: Mutex<Vec<Subscription>>,
@@ -59,8 +70,12 @@ impl Core {
     /// The error for a call the breaker refused.
     #[cold]
     pub(crate) fn reject(&self, py: Python<'_>, rejected: tripline::Rejected) -> PyErr {
-        let reason = self.reasons.get(self.breaker.name());
-        circuit_open(py, self.breaker.name(), rejected, reason.as_deref())
+        let name = self
+            .py_name
+            .get_or_init(py, || PyString::intern(py, self.breaker.name()).unbind())
+            .bind(py);
+        let reason = self.reasons.get(py, self.breaker.name());
+        circuit_open(py, name, rejected, reason)
     }
 
     /// The closed path of every synchronous form: acquire, call, classify,

@@ -190,13 +190,16 @@ fn report_dict(py: Python<'_>, results: Results) -> PyResult<Py<PyAny>> {
         let value = match r {
             Ok(v) => v,
             Err(EndpointFailure::Failed(e)) => e.value(py).clone().into_any().unbind(),
-            Err(EndpointFailure::Rejected(r)) => {
-                crate::errors::circuit_open(py, id.as_str(), r, None)
-                    .value(py)
-                    .clone()
-                    .into_any()
-                    .unbind()
-            }
+            Err(EndpointFailure::Rejected(r)) => crate::errors::circuit_open(
+                py,
+                &pyo3::types::PyString::new(py, id.as_str()),
+                r,
+                None,
+            )
+            .value(py)
+            .clone()
+            .into_any()
+            .unbind(),
         };
         d.set_item(id.as_str(), value)?;
     }
