@@ -189,7 +189,8 @@ impl Document {
         // The same text read as typed configs names a field's wrong type
         // or a typo with its line; its values are the tables' canonical form.
         let typed: TypedTables = read(text, json)?;
-        for (table, config) in doc.breakers.iter_mut().zip(&typed.breakers) {
+        let profiles = doc.profiles.iter().flat_map(|p| &p.breakers);
+        for table in doc.breakers.iter().chain(profiles) {
             if let Some((field, _)) = table.fields.iter().find(|(_, v)| v.is_null()) {
                 return Err(DocumentError::Invalid {
                     breaker: table.name.clone(),
@@ -199,6 +200,8 @@ impl Document {
                             .into(),
                 });
             }
+        }
+        for (table, config) in doc.breakers.iter_mut().zip(&typed.breakers) {
             table.normalise(config);
         }
         Ok(doc)

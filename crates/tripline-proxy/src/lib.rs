@@ -46,11 +46,11 @@
 //! run their shadow twins on the route breakers' real outcomes; the proxy
 //! reports its applied version under its leased etcd status key
 //! (`tripline config status`); `/api/audit`, `/api/events` and `/metrics`
-//! (`tripline_config_*`) show what happened. Pushed parameters win over
-//! the file's for the breakers a document named, through reloads: a
-//! reload reconfigures a kept breaker to the pushed config instead of the
-//! file's, and gives it to what it builds anew before the new table takes
-//! traffic. An operator's `force-open` through the admin API outlasts
+//! (`tripline_config_*`) show what happened. A pushed table patches: the
+//! fields it names win over the file's, through reloads (a reload lays
+//! the last pushed table on the reloaded file's config of a kept breaker,
+//! and of what it builds anew before the new table takes traffic); the
+//! fields it leaves out stay as the file sets them. An operator's `force-open` through the admin API outlasts
 //! every push until `reset`.
 //!
 //! ```no_run

@@ -45,10 +45,11 @@
 //! `[config_source]` are bound or built at start: a change to them is
 //! reported as needing a restart.
 //!
-//! With a `[config_source]`, parameters pushed for a breaker win over the
-//! file's: a kept breaker is reconfigured to the last pushed config for
-//! its name, and what the reload built anew is given it and handed to the
-//! applier before the new table takes traffic.
+//! With a `[config_source]`, the fields pushed for a breaker win over the
+//! file's: a kept breaker is reconfigured to the reloaded file's config
+//! with the last pushed table for its name laid on it, and what the reload
+//! built anew is given the same and handed to the applier before the new
+//! table takes traffic.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError};
