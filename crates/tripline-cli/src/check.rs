@@ -6,6 +6,9 @@
 //! built, TLS files and admin token read — short of binding its
 //! listeners, with the warnings of every breaker in it. `--explain` also
 //! prints the breakers the config builds, with their parameters in force.
+//! A fleet config document (with `[[profile]]` or `[[override]]` tables, or
+//! with `--at`) is checked as every instance will, and the check says
+//! which profile holds at `--at`.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +32,11 @@ pub(crate) struct CheckArgs {
     /// family — with every parameter in force, defaults filled in.
     #[arg(long)]
     explain: bool,
+    /// For a fleet config document (one with `[[profile]]` or
+    /// `[[override]]` tables): say which profile holds at this instant
+    /// (RFC 3339; default now), as `tripline config check` does.
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    at: Option<std::time::SystemTime>,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
@@ -47,6 +55,9 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         })?;
         if ProxyConfig::looks_like_proxy_config(text) {
             return check_proxy(&args.file, text, args.explain);
+        }
+        if args.at.is_some() || looks_like_fleet_document(text) {
+            return crate::config_cmd::check_doc::check_document(&args.file, args.at);
         }
         if format == ConfigFormat::Toml && crate::kind::looks_like_scenario(text) {
             return Err(CliError::input(format!(
@@ -80,6 +91,14 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
         if warnings.len() == 1 { "" } else { "s" }
     );
     Ok(())
+}
+
+/// A fleet config document (`tripline config push`'s) rather than one
+/// breaker's config: it has profiles or overrides.
+fn looks_like_fleet_document(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .any(|l| l.starts_with("[[profile]]") || l.starts_with("[[override]]"))
 }
 
 fn check_proxy(file: &Path, text: &str, explain: bool) -> Result<(), CliError> {

@@ -197,6 +197,14 @@ fn config_check_says_which_profile_holds_at_a_time_and_push_refuses_overlaps() {
     );
     let out = tripline(["config", "check", path, "--at", "2026-12-07T15:00:00Z"]);
     assert!(out.text().contains("no profile holds"), "{}", out.text());
+    // `tripline check` recognises the document and takes --at too.
+    let out = tripline(["check", path, "--at", "2026-12-07T11:00:00Z"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains("profile \"evening-peak\" holds"),
+        "{}",
+        out.text()
+    );
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let etcd = runtime.block_on(Etcd::start());
