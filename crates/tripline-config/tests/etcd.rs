@@ -227,3 +227,43 @@ async fn a_ten_percent_rollout_reaches_about_ten_percent_of_200_instances() {
             .all(|s| s.version == 1)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_put_refuses_when_someone_wrote_the_key_meanwhile() {
+    let etcd = Etcd::start().await;
+    let gateway = etcd.gateway();
+    let key = format!("{PREFIX}/config");
+    // Absent: only a write expecting "no key" (0) goes through.
+    assert_eq!(
+        gateway
+            .put_if_unchanged(key.as_bytes(), b"a", 5)
+            .await
+            .unwrap(),
+        None
+    );
+    let first = gateway
+        .put_if_unchanged(key.as_bytes(), b"a", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    // Another operator writes; a write based on the first read is refused.
+    let second = push_document(&gateway, PREFIX, b"b").await.unwrap();
+    assert_eq!(
+        gateway
+            .put_if_unchanged(key.as_bytes(), b"c", first)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        document_at(&gateway, PREFIX, 0).await.unwrap().unwrap(),
+        b"b"
+    );
+    assert!(
+        gateway
+            .put_if_unchanged(key.as_bytes(), b"c", second)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

@@ -13,7 +13,7 @@
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use tripline_config::etcd::{Gateway, document_at, fleet_status, push_document};
+use tripline_config::etcd::{Gateway, fleet_status};
 use tripline_config::{Document, FleetOverride, OverrideState};
 
 use crate::CliError;
@@ -53,7 +53,7 @@ pub(super) async fn hold(
         (None, Some(t)) => t,
         (None, None) => return Err(CliError::input("say how long: --for 10m or --until TIME")),
     };
-    let mut doc = current(gateway, prefix, now).await?;
+    let (mut doc, seen) = current(gateway, prefix, now).await?;
     doc.overrides.retain(|o| o.breaker != args.name);
     doc.overrides.push(FleetOverride {
         breaker: args.name.clone(),
@@ -62,7 +62,7 @@ pub(super) async fn hold(
         reason: args.reason.clone(),
         author: args.author.clone().or_else(|| std::env::var("USER").ok()),
     });
-    let revision = write(gateway, prefix, &doc, now).await?;
+    let revision = write(gateway, prefix, &doc, now, seen).await?;
     let written = doc.overrides.last().map_or(until, |o| o.until);
     println!(
         "fleet override: {} {} until {} (revision {revision})",
@@ -76,7 +76,7 @@ pub(super) async fn hold(
 /// Removes the override of `name`; every instance resets the breaker.
 pub(super) async fn clear(gateway: &Gateway, prefix: &str, name: &str) -> Result<(), CliError> {
     let now = tripline::clock::system_time_after(Duration::ZERO);
-    let mut doc = current(gateway, prefix, now).await?;
+    let (mut doc, seen) = current(gateway, prefix, now).await?;
     let before = doc.overrides.len();
     doc.overrides.retain(|o| o.breaker != name);
     if doc.overrides.len() == before {
@@ -84,40 +84,60 @@ pub(super) async fn clear(gateway: &Gateway, prefix: &str, name: &str) -> Result
             "no fleet override holds {name:?} in {prefix}/config"
         )));
     }
-    let revision = write(gateway, prefix, &doc, now).await?;
+    let revision = write(gateway, prefix, &doc, now, seen).await?;
     println!("fleet override of {name} lifted (revision {revision})");
     Ok(())
 }
 
-/// The document in force, without overrides already expired.
-async fn current(gateway: &Gateway, prefix: &str, now: SystemTime) -> Result<Document, CliError> {
-    let bytes = document_at(gateway, prefix, 0)
+/// The document in force, without overrides already expired, and the
+/// revision of its last change (0: none yet).
+async fn current(
+    gateway: &Gateway,
+    prefix: &str,
+    now: SystemTime,
+) -> Result<(Document, i64), CliError> {
+    let key = format!("{}/config", prefix.trim_end_matches('/'));
+    let (kvs, _) = gateway
+        .range(key.as_bytes(), false, 0)
         .await
         .map_err(|e| CliError::other(e.to_string()))?;
-    let mut doc = match bytes {
-        Some(bytes) => Document::parse(&bytes).map_err(|e| {
-            CliError::input(format!(
-                "{prefix}/config does not parse ({e}): push a good document first"
-            ))
-        })?,
-        None => Document::default(),
+    let (mut doc, seen) = match kvs.first() {
+        Some(kv) => (
+            Document::parse(&kv.value).map_err(|e| {
+                CliError::input(format!(
+                    "{prefix}/config does not parse ({e}): push a good document first"
+                ))
+            })?,
+            kv.mod_revision,
+        ),
+        None => (Document::default(), 0),
     };
     doc.overrides.retain(|o| o.until > now);
-    Ok(doc)
+    Ok((doc, seen))
 }
 
-/// Checks `doc` as [`checked`] does, then writes it; returns the revision.
+/// Checks `doc` as [`checked`] does, then writes it if the document in
+/// etcd is still the one read at `seen` (two operators changing overrides
+/// at once must not lose one's change); returns the revision.
 async fn write(
     gateway: &Gateway,
     prefix: &str,
     doc: &Document,
     now: SystemTime,
+    seen: i64,
 ) -> Result<i64, CliError> {
     checked(gateway, prefix, doc, now).await?;
     let text = doc.to_toml().map_err(|e| CliError::other(e.to_string()))?;
-    push_document(gateway, prefix, text.as_bytes())
+    let key = format!("{}/config", prefix.trim_end_matches('/'));
+    gateway
+        .put_if_unchanged(key.as_bytes(), text.as_bytes(), seen)
         .await
-        .map_err(|e| CliError::other(e.to_string()))
+        .map_err(|e| CliError::other(e.to_string()))?
+        .ok_or_else(|| {
+            CliError::other(format!(
+                "{prefix}/config changed while this was written (someone else pushed): nothing written; run it again"
+            ))
+        })
 }
 
 /// Validates `doc` as every instance will, and its overrides against `now`

@@ -116,6 +116,32 @@ impl Gateway {
         Ok(int(&answer["header"]["revision"]))
     }
 
+    /// Writes `value` under `key` only if the key's last change is still
+    /// `mod_revision` (0: the key does not exist), in one transaction;
+    /// returns the new revision, or `None` if someone wrote it meanwhile.
+    pub async fn put_if_unchanged(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        mod_revision: i64,
+    ) -> Result<Option<i64>, EtcdError> {
+        let key = B64.encode(key);
+        let body = json!({
+            "compare": [{
+                "key": key,
+                "target": "MOD",
+                "result": "EQUAL",
+                "mod_revision": mod_revision.to_string(),
+            }],
+            "success": [{ "request_put": { "key": key, "value": B64.encode(value) } }],
+        });
+        let answer = self.unary("/v3/kv/txn", body).await?;
+        Ok(match answer["succeeded"].as_bool() {
+            Some(true) => Some(int(&answer["header"]["revision"])),
+            _ => None,
+        })
+    }
+
     /// Grants a lease of `ttl`; returns its id.
     pub async fn lease_grant(&self, ttl: Duration) -> Result<i64, EtcdError> {
         let answer = self
