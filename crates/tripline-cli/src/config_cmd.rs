@@ -23,6 +23,7 @@
 pub(crate) mod check_doc;
 mod dry_run;
 mod fleet;
+mod kinds;
 mod overrides;
 
 use std::path::PathBuf;
@@ -200,18 +201,23 @@ async fn push(
             message: format!("{path}: {}", e.message),
             status: e.status,
         })?;
+    let kinds = kinds::live(gateway, prefix).await?;
     if dry_run {
         let current = document_at(gateway, prefix, 0)
             .await
             .map_err(|e| CliError::other(e.to_string()))?;
         // A current document that no longer parses is shown as none.
         let current = current.and_then(|b| Document::parse(&b).ok());
-        for line in dry_run::report(current.as_ref(), &doc) {
+        for line in dry_run::report(current.as_ref(), &doc, &kinds) {
             println!("{line}");
         }
         println!("dry run: nothing written to {prefix}/config");
         return Ok(());
     }
+    kinds::refused_by_any(&kinds, &doc).map_err(|e| CliError {
+        message: format!("{path}: {}", e.message),
+        status: e.status,
+    })?;
     let revision = push_document(gateway, prefix, &bytes)
         .await
         .map_err(|e| CliError::other(e.to_string()))?;

@@ -136,6 +136,31 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
     let first = dir.write("first.toml", &breaker(10));
     assert_eq!(cli(&["push", first.to_str().unwrap()]).status, 0);
     let before = runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap();
+    // A live instance whose own payments breaker is not the library's
+    // defaults: a 20-call window and a 0.3 cooldown threshold.
+    let own = tripline::CircuitBreaker::builder()
+        .config(tripline::CircuitBreakerConfig {
+            name: "payments".into(),
+            window: tripline::WindowConfig::Count { size: 20 },
+            minimum_calls: 10,
+            cooldown: Some(tripline::breaker::Cooldown {
+                duration: Duration::from_secs(30),
+                failure_rate_threshold: 0.3,
+            }),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let applier = Applier::builder().instance_id("edge-1").manage(own).build();
+    let mut options = EtcdOptions::new(&endpoint, PREFIX);
+    options.status_interval = Duration::from_millis(100);
+    let _source = {
+        let _guard = runtime.enter();
+        EtcdSource::spawn(applier.clone(), options)
+    };
+    eventually("edge-1 reports its kind", || {
+        cli(&["status"]).text().contains("edge-1")
+    });
 
     let one_field = dir.write(
         "one.toml",
@@ -159,6 +184,40 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
     assert!(text.contains("payments.minimum_calls: 10 → 20"), "{text}");
     assert!(!text.contains("window"), "{text}");
     assert!(text.contains("nothing written"), "{text}");
+    // On the live kind: 0.2 is below its cooldown threshold.
+    assert!(text.contains("(edge-1) — 1 instance(s):"), "{text}");
+    assert!(
+        text.contains(
+            "would refuse the document: breaker \"payments\": `cooldown.failure_rate_threshold`"
+        ),
+        "{text}"
+    );
+    // A push that live kind would refuse is not written.
+    let out = cli(&["push", one_field.to_str().unwrap()]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("(edge-1) would refuse it"),
+        "{}",
+        out.stderr
+    );
+    // 0.4 fits: the kind's effective change is that one field, its
+    // window and minimum calls untouched.
+    let fits = dir.write(
+        "fits.toml",
+        "[[breaker]]\nname = \"payments\"\nfailure_rate_threshold = 0.4\n",
+    );
+    let out = cli(&["push", "--dry-run", fits.to_str().unwrap()]);
+    let text = out.text();
+    let kind_part = text.split("(edge-1)").nth(1).unwrap();
+    let kind_part = kind_part.split("on an instance without").next().unwrap();
+    assert!(
+        kind_part.contains("payments.failure_rate_threshold: 0.5 → 0.4"),
+        "{text}"
+    );
+    assert!(
+        !kind_part.contains("minimum_calls") && !kind_part.contains("window"),
+        "{text}"
+    );
     assert_eq!(
         runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap(),
         before

@@ -107,6 +107,10 @@ pub struct InstanceStatus {
     /// families are left out: their members come and go with traffic.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakers: Vec<BreakerSummary>,
+    /// The instance's kind ([`Applier::kind`]): its breakers' own configs
+    /// are under `<prefix>/kinds/<kind>`, for `config push --dry-run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// One breaker in an instance's status: compact, since every instance
@@ -290,6 +294,7 @@ impl Applier {
                     })
                 })
                 .collect(),
+            kind: None,
         }
     }
 

@@ -9,6 +9,10 @@
 //!   loses no update: the watch is re-created from that revision after a
 //!   backoff (100 ms doubling to 5 s). If etcd compacted it away, the key
 //!   is read afresh instead.
+//! - `P/kinds/<kind>`: the configs an instance's breakers started with
+//!   (what pushed tables patch), written once per kind by the first
+//!   instance of it (instances with the same own configs share a kind):
+//!   what `tripline config push --dry-run` lays a document on.
 //! - `P/status/<instance>`: this instance's [`InstanceStatus`](crate::InstanceStatus) as JSON,
 //!   written every status interval under a lease that is kept alive, so a
 //!   stopped instance disappears from `tripline config status` once its
@@ -30,7 +34,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 pub use gateway::{EtcdError, Gateway, KeyValue};
-pub use status::{document_at, fleet_status, push_document};
+pub use status::{document_at, fleet_status, kind_bases, push_document};
 
 use crate::applier::Applier;
 

@@ -44,6 +44,24 @@ pub struct ManagedStatus {
 }
 
 impl Applier {
+    /// The configs this instance's breakers started with — their owners'
+    /// (the proxy file's), or the library's defaults for those the applier
+    /// built — by name: what a pushed table patches here.
+    pub fn bases(&self) -> std::collections::BTreeMap<String, tripline::CircuitBreakerConfig> {
+        let core = self.core();
+        core.breakers
+            .iter()
+            .map(|(name, m)| (name.clone(), m.base.clone()))
+            .collect()
+    }
+
+    /// A short digest of [`bases`](Self::bases): instances with the same
+    /// one are of one kind, and a pushed document changes them alike.
+    pub fn kind(&self) -> String {
+        let bytes = serde_json::to_vec(&self.bases()).unwrap_or_default();
+        format!("{:016x}", crate::rollout::fnv1a(&bytes))
+    }
+
     /// What the applier knows about `name`; `None` if it does not manage
     /// it (its owner never handed it over, or released it).
     pub fn managed_status(&self, name: &str) -> Option<ManagedStatus> {

@@ -1,6 +1,10 @@
 //! The status loop (leased status key, rollout steps, fleet samples for a
 //! baking canary) and the fleet-wide operations the CLI uses.
 
+use std::collections::BTreeMap;
+
+use tripline::CircuitBreakerConfig;
+
 use super::gateway::{EtcdError, Gateway};
 use super::{EtcdOptions, config_key, status_prefix};
 use crate::applier::{Applier, InstanceStatus};
@@ -9,12 +13,22 @@ use crate::rollout::TrafficSample;
 pub(super) async fn run(gateway: Gateway, applier: Applier, options: EtcdOptions) {
     let key = options.status_key(applier.instance_id()).into_bytes();
     let mut lease = 0_i64;
+    let mut last_kind = None;
     let mut interval = tokio::time::interval(options.status_interval);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
         applier.tick();
-        if let Err(e) = report(&gateway, &applier, &options, &key, &mut lease).await {
+        if let Err(e) = report(
+            &gateway,
+            &applier,
+            &options,
+            &key,
+            &mut lease,
+            &mut last_kind,
+        )
+        .await
+        {
             tracing::warn!(error = %e, "tripline-config: status report to etcd failed");
             // A lost lease (etcd restarted past its TTL) is granted afresh.
             lease = 0;
@@ -28,6 +42,7 @@ async fn report(
     options: &EtcdOptions,
     key: &[u8],
     lease: &mut i64,
+    last_kind: &mut Option<String>,
 ) -> Result<(), EtcdError> {
     if *lease != 0 && gateway.lease_keepalive(*lease).await? <= 0 {
         *lease = 0;
@@ -35,8 +50,20 @@ async fn report(
     if *lease == 0 {
         *lease = gateway.lease_grant(options.lease_ttl).await?;
     }
-    let status =
-        serde_json::to_vec(&applier.status()).map_err(|e| EtcdError::Protocol(e.to_string()))?;
+    let mut status = applier.status();
+    let kind = applier.kind();
+    if last_kind.as_deref() != Some(kind.as_str()) {
+        // Once per kind change, not leased: a kind outlives any one of its
+        // instances, and readers only look up kinds live instances name.
+        let bases =
+            serde_json::to_vec(&applier.bases()).map_err(|e| EtcdError::Protocol(e.to_string()))?;
+        gateway
+            .put(kind_key(&options.prefix, &kind).as_bytes(), &bases, 0)
+            .await?;
+        *last_kind = Some(kind.clone());
+    }
+    status.kind = Some(kind);
+    let status = serde_json::to_vec(&status).map_err(|e| EtcdError::Protocol(e.to_string()))?;
     gateway.put(key, &status, *lease).await?;
     if applier.needs_fleet_sample() {
         let mut fleet = TrafficSample::default();
@@ -79,6 +106,28 @@ pub async fn fleet_status(
         .collect();
     fleet.sort_by(|a, b| a.instance.cmp(&b.instance));
     Ok(fleet)
+}
+
+/// The configs the breakers of instances of `kind` started with (see
+/// [`Applier::kind`]), if an instance of that kind wrote them.
+pub async fn kind_bases(
+    gateway: &Gateway,
+    prefix: &str,
+    kind: &str,
+) -> Result<Option<BTreeMap<String, CircuitBreakerConfig>>, EtcdError> {
+    let (kvs, _) = gateway
+        .range(kind_key(prefix, kind).as_bytes(), false, 0)
+        .await?;
+    match kvs.first() {
+        Some(kv) => serde_json::from_slice(&kv.value)
+            .map(Some)
+            .map_err(|e| EtcdError::Protocol(format!("kind {kind}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+fn kind_key(prefix: &str, kind: &str) -> String {
+    format!("{}/kinds/{kind}", prefix.trim_end_matches('/'))
 }
 
 /// Writes `document` as the config under `prefix`; returns its revision.
