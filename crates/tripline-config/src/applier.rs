@@ -27,14 +27,15 @@ mod install;
 mod managed;
 mod operator;
 mod profiles;
+mod resolve;
 mod rollout_run;
 mod shadow;
+mod status;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
-use serde::{Deserialize, Serialize};
 use tripline::CircuitBreaker;
 use tripline::clock::SharedClock;
 
@@ -50,6 +51,7 @@ pub use rollout_run::RolloutPhase;
 use rollout_run::RolloutRun;
 pub use shadow::MAX_FAMILY_TWINS;
 use shadow::Shadow;
+pub use status::{BreakerSummary, InstanceStatus};
 
 /// Where a document came from, for the audit log and the metrics' label.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,47 +84,6 @@ pub enum ApplyError {
     /// The breaker is not one this applier owns.
     #[error("no breaker named {0:?}")]
     UnknownBreaker(String),
-}
-
-/// What an instance reports about itself: under its leased etcd status
-/// key, and to `tripline config status`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct InstanceStatus {
-    /// The instance id.
-    pub instance: String,
-    /// The config version in force.
-    pub version: u64,
-    /// The source revision of the last document applied.
-    pub revision: Option<String>,
-    /// Whether this instance runs the latest rollout as a canary.
-    pub canary: bool,
-    /// The rollout step in progress (`shadow`, `bake`), if any.
-    pub phase: Option<String>,
-    /// Why the last document was refused, if the last one was.
-    pub last_error: Option<String>,
-    /// Cumulative traffic of the owned breakers, for canary comparison.
-    pub sample: TrafficSample,
-    /// Each owned single breaker's state and since when: what
-    /// `tripline config status --breakers` sums over the fleet. (Registry
-    /// families are left out: their members come and go with traffic.)
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub breakers: Vec<BreakerSummary>,
-    /// The instance's kind ([`Applier::kind`]): its breakers' own configs
-    /// are under `<prefix>/kinds/<kind>`, for `config push --dry-run`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-}
-
-/// One breaker in an instance's status: compact, since every instance
-/// rewrites its status every interval.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BreakerSummary {
-    /// The breaker's name.
-    pub name: String,
-    /// Its state (`closed`, `open`, `half_open`, `forced_open`, …).
-    pub state: String,
-    /// When it entered that state, in milliseconds since the Unix epoch.
-    pub since_ms: u64,
 }
 
 type Listener = Arc<dyn Fn(&AuditRecord) + Send + Sync>;
@@ -266,36 +227,6 @@ impl Applier {
     /// rolled back, rollout steps), after the applier's lock is released.
     pub fn subscribe(&self, f: impl Fn(&AuditRecord) + Send + Sync + 'static) {
         lock(&self.shared.listeners).push(Arc::new(f));
-    }
-
-    /// This instance's status, as reported to the fleet.
-    pub fn status(&self) -> InstanceStatus {
-        let core = self.core();
-        InstanceStatus {
-            instance: self.shared.instance.clone(),
-            version: core.version,
-            revision: core.revision.clone(),
-            canary: core.canary,
-            phase: core.rollout.as_ref().map(|r| r.phase().name().to_owned()),
-            last_error: core.last_error.clone(),
-            sample: core.sample(),
-            breakers: core
-                .breakers
-                .iter()
-                .filter_map(|(name, m)| {
-                    let metrics = m.breaker()?.metrics();
-                    let since = self.shared.wall_epoch + metrics.state_since.as_duration();
-                    Some(BreakerSummary {
-                        name: name.clone(),
-                        state: metrics.state.as_str().to_owned(),
-                        since_ms: since
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    })
-                })
-                .collect(),
-            kind: None,
-        }
     }
 
     fn core(&self) -> MutexGuard<'_, Core> {

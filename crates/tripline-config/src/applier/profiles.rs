@@ -8,7 +8,7 @@
 
 use tripline::CircuitBreakerConfig;
 
-use super::install::{overlay, resolve};
+use super::resolve::{overlay, resolve};
 use super::{Applier, Core, Origin};
 use crate::audit::AuditAction;
 use crate::diff::diff_configs;

@@ -11,7 +11,7 @@ use tripline::clock::Timestamp;
 use tripline::{CircuitBreakerConfig, Clock};
 
 use super::Origin;
-use super::install::{changes_of, resolve};
+use super::resolve::{changes_of, resolve};
 use super::{Applier, ApplyError, Core, Shadow};
 use crate::audit::{AuditAction, AuditRecord};
 use crate::document::{BreakerTable, Document};
