@@ -218,3 +218,21 @@ fn bad_overrides_are_refused_naming_the_field() {
             .is_ok()
     );
 }
+
+#[test]
+fn a_breaker_its_owner_rebuilds_is_held_by_the_fleet_override_before_traffic() {
+    let clock = ManualClock::new();
+    let applier = applier(&clock);
+    applier.apply(held(600).as_bytes(), etcd()).unwrap();
+    let rebuilt = tripline::CircuitBreaker::builder()
+        .config(tripline::CircuitBreakerConfig {
+            name: "payments".into(),
+            ..Default::default()
+        })
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    applier.adopt_breaker(rebuilt.clone()).unwrap();
+    assert_eq!(rebuilt.state(), State::ForcedOpen);
+    assert_eq!(rebuilt.config().minimum_calls, 4, "the pushed table too");
+}

@@ -47,6 +47,9 @@ impl Applier {
         managed.overridden = overridden;
         managed.base = base;
         core.breakers.insert(name, managed);
+        drop(core);
+        // A fleet override naming it holds it before it takes traffic.
+        self.with_core(|this, core| this.reconcile_overrides(core));
         Ok(())
     }
 
