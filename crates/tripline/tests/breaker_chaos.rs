@@ -8,22 +8,24 @@
 //! * once every thread is done, nothing was lost: each call the workers made
 //!   is counted exactly once, and no failure as a success.
 //!
-//! Bounded (a few seconds in a debug build); `TRIPLINE_CHAOS_EPISODES=N`
+//! Bounded (100 episodes: seconds in a debug build); `TRIPLINE_CHAOS_EPISODES=N`
 //! runs a longer one. Each episode draws its schedule from its own seed, and
 //! a failure names it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod support {
+    pub mod evidence;
+}
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use tripline::breaker::{CallCounts, Cooldown, OpenDuration, Thresholds, WarmUp, WarmUpMode};
+use support::evidence::{assert_justified, assert_not_lower, record_trips};
+use tripline::breaker::{Cooldown, OpenDuration, WarmUp, WarmUpMode};
 use tripline::clock::ManualClock;
-use tripline::{
-    CircuitBreaker, CircuitBreakerConfig, EventKind, HalfOpenPolicy, Outcome, Reason, State,
-    WindowConfig, WindowSnapshot,
-};
+use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, Outcome, WindowConfig};
 
 const WORKERS: usize = 2;
 const CALLS_PER_WORKER: usize = 3_000;
@@ -99,8 +101,6 @@ struct Done {
     rejected: AtomicU64,
 }
 
-type Trips = Arc<Mutex<Vec<(Reason, WindowSnapshot, Thresholds)>>>;
-
 fn episode(seed: u64) {
     let clock = ManualClock::new();
     let mut rng = Rng::new(seed);
@@ -113,24 +113,7 @@ fn episode(seed: u64) {
             .build()
             .unwrap(),
     );
-    let trips: Trips = Arc::default();
-    let sink = trips.clone();
-    let _subscription = b.subscribe(move |e| match &e.kind {
-        EventKind::Transition(t)
-            if t.to == State::Open
-                && matches!(t.reason, Reason::FailureRate | Reason::SlowCallRate) =>
-        {
-            sink.lock()
-                .unwrap()
-                .push((t.reason, t.window, t.thresholds));
-        }
-        EventKind::WouldTrip {
-            reason,
-            window,
-            thresholds,
-        } => sink.lock().unwrap().push((*reason, *window, *thresholds)),
-        _ => {}
-    });
+    let (trips, _subscription) = record_trips(&b);
     let done = Arc::new(Done::default());
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers: Vec<_> = (0..WORKERS as u64)
@@ -150,7 +133,7 @@ fn episode(seed: u64) {
             let mut last = b.metrics().calls;
             while !stop.load(Ordering::Relaxed) {
                 let now = b.metrics().calls;
-                assert_not_lower(&last, &now, seed);
+                assert_not_lower(&last, &now, &format!("(seed {seed})"));
                 last = now;
             }
         })
@@ -170,8 +153,8 @@ fn episode(seed: u64) {
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
 
-    for (reason, window, thresholds) in trips.lock().unwrap().iter() {
-        assert_justified(*reason, window, thresholds, seed);
+    for trip in trips.lock().unwrap().iter() {
+        assert_justified(trip, &format!("seed {seed}"));
     }
     let c = b.metrics().calls;
     let got = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -235,45 +218,12 @@ fn operate(b: &CircuitBreaker, clock: &ManualClock, rng: &mut Rng) {
     thread::yield_now();
 }
 
-fn fields(c: &CallCounts) -> [(&'static str, u64); 11] {
-    [
-        ("successful", c.successful),
-        ("failed", c.failed),
-        ("successful + failed", c.successful + c.failed),
-        ("slow", c.slow),
-        ("slow_failed", c.slow_failed),
-        ("ignored", c.ignored),
-        ("rejected", c.rejected),
-        ("cancelled", c.cancelled),
-        ("late", c.late),
-        ("probes_succeeded", c.probes_succeeded),
-        ("probes_failed", c.probes_failed),
-    ]
-}
-
-fn assert_not_lower(before: &CallCounts, after: &CallCounts, seed: u64) {
-    for ((name, b), (_, a)) in fields(before).into_iter().zip(fields(after)) {
-        assert!(a >= b, "seed {seed}: {name} went from {b} to {a}");
-    }
-}
-
-fn assert_justified(reason: Reason, w: &WindowSnapshot, t: &Thresholds, seed: u64) {
-    let why = format!("seed {seed}: {reason:?} on {w:?} by {t:?}");
-    assert!(t.trips_allowed, "{why}: tripped during a no-trip warm-up");
-    assert!(w.calls >= t.minimum_calls, "{why}: below minimum_calls");
-    match reason {
-        Reason::FailureRate => assert!(w.failure_rate() >= t.failure_rate, "{why}"),
-        Reason::SlowCallRate => assert!(w.slow_call_rate() >= t.slow_call_rate, "{why}"),
-        other => panic!("{why}: unexpected reason {other:?}"),
-    }
-}
-
 #[test]
 fn counts_stay_monotonic_and_every_trip_is_justified_under_chaos() {
     let episodes = std::env::var("TRIPLINE_CHAOS_EPISODES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40u64);
+        .unwrap_or(100u64);
     let first = std::env::var("TRIPLINE_CHAOS_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -4,12 +4,16 @@
 //! before looks to Prometheus like a counter reset, and its `rate()` spikes.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod support {
+    pub mod evidence;
+}
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use tripline::breaker::CallCounts;
+use support::evidence::assert_not_lower;
 use tripline::clock::ManualClock;
 use tripline::{CircuitBreaker, CircuitBreakerConfig, Outcome, WindowConfig};
 
@@ -36,30 +40,6 @@ fn breaker(clock: &ManualClock) -> Arc<CircuitBreaker> {
             .build()
             .unwrap(),
     )
-}
-
-/// Every field that only ever counts up, and the sum the issue was seen on.
-fn fields(c: &CallCounts) -> [(&'static str, u64); 11] {
-    [
-        ("successful", c.successful),
-        ("failed", c.failed),
-        ("successful + failed", c.successful + c.failed),
-        ("slow", c.slow),
-        ("slow_failed", c.slow_failed),
-        ("ignored", c.ignored),
-        ("rejected", c.rejected),
-        ("cancelled", c.cancelled),
-        ("late", c.late),
-        ("probes_succeeded", c.probes_succeeded),
-        ("probes_failed", c.probes_failed),
-    ]
-}
-
-/// Panics naming the first field that went down between `before` and `after`.
-fn assert_not_lower(before: &CallCounts, after: &CallCounts, when: &str) {
-    for ((name, b), (_, a)) in fields(before).into_iter().zip(fields(after)) {
-        assert!(a >= b, "{name} went from {b} to {a} {when}");
-    }
 }
 
 /// One thread records 20 calls (every third failing) and then disturbs the

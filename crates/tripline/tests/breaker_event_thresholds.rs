@@ -5,18 +5,22 @@
 //! acts on the breaker right there stands for another thread that did.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod support {
+    pub mod evidence;
+}
+
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use support::evidence::{Trip, assert_justified, record_trips};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event as TraceEvent, Metadata, Subscriber};
-use tripline::breaker::{Cooldown, OpenDuration, Thresholds};
+use tripline::breaker::{Cooldown, OpenDuration};
 use tripline::clock::ManualClock;
 use tripline::{
-    CircuitBreaker, CircuitBreakerConfig, EventKind, HalfOpenPolicy, Outcome, Reason, State,
-    WindowConfig, WindowSnapshot,
+    CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, Outcome, State, WindowConfig,
 };
 
 type Action = Box<dyn Fn(&CircuitBreaker) + Send + Sync>;
@@ -49,9 +53,6 @@ impl Subscriber for InTheGap {
     fn exit(&self, _: &Id) {}
 }
 
-/// What every trip or would-trip event reported: (reason, window, thresholds).
-type Seen = Arc<Mutex<Vec<(Reason, WindowSnapshot, Thresholds)>>>;
-
 fn config() -> CircuitBreakerConfig {
     CircuitBreakerConfig {
         name: "gap".into(),
@@ -70,7 +71,7 @@ fn with_gap(
     config: CircuitBreakerConfig,
     action: impl Fn(&CircuitBreaker) + Send + Sync + 'static,
     scenario: impl FnOnce(&CircuitBreaker, &ManualClock, &AtomicBool),
-) -> Vec<(Reason, WindowSnapshot, Thresholds)> {
+) -> Vec<Trip> {
     let clock = ManualClock::new();
     let b = Arc::new(
         CircuitBreaker::builder()
@@ -79,21 +80,7 @@ fn with_gap(
             .build()
             .unwrap(),
     );
-    let seen: Seen = Arc::default();
-    let sink = seen.clone();
-    let _subscription = b.subscribe(move |e| match &e.kind {
-        EventKind::Transition(t) if t.to == State::Open && t.from == State::Closed => {
-            sink.lock()
-                .unwrap()
-                .push((t.reason, t.window, t.thresholds));
-        }
-        EventKind::WouldTrip {
-            reason,
-            window,
-            thresholds,
-        } => sink.lock().unwrap().push((*reason, *window, *thresholds)),
-        _ => {}
-    });
+    let (seen, _subscription) = record_trips(&b);
     let cell = Arc::new(OnceLock::new());
     cell.set(b.clone()).ok().unwrap();
     let armed = Arc::new(AtomicBool::new(false));
@@ -125,18 +112,6 @@ const TWO_IN_FOUR: [Outcome; 4] = [
     Outcome::Failure,
 ];
 
-/// The event justifies its trip: enough calls, and the rate reached.
-fn assert_justified(reason: Reason, w: &WindowSnapshot, t: &Thresholds) {
-    assert!(w.calls >= t.minimum_calls, "{w:?} under {t:?}");
-    assert_eq!(reason, Reason::FailureRate);
-    assert!(
-        w.failure_rate() >= t.failure_rate,
-        "a trip at {} reported with a threshold of {}",
-        w.failure_rate(),
-        t.failure_rate
-    );
-}
-
 #[test]
 fn a_reset_in_the_gap_does_not_hide_the_cooldown_threshold_that_tripped() {
     let config = CircuitBreakerConfig {
@@ -156,9 +131,9 @@ fn a_reset_in_the_gap_does_not_hide_the_cooldown_threshold_that_tripped() {
         assert!(!armed.load(Ordering::SeqCst), "the reset ran in the gap");
         assert_eq!(b.state(), State::Closed, "and closed the breaker again");
     });
-    let (reason, window, thresholds) = seen.last().unwrap();
-    assert_eq!(thresholds.failure_rate, 0.2, "the cooldown's threshold");
-    assert_justified(*reason, window, thresholds);
+    let trip = seen.last().unwrap();
+    assert_eq!(trip.2.failure_rate, 0.2, "the cooldown's threshold");
+    assert_justified(trip, "the reported trip");
 }
 
 #[test]
@@ -175,9 +150,9 @@ fn a_reconfiguration_in_the_gap_does_not_change_the_reported_threshold() {
         record(b, &TWO_IN_FOUR);
         assert!(!armed.load(Ordering::SeqCst), "the reconfiguration ran");
     });
-    let (reason, window, thresholds) = seen.last().unwrap();
-    assert_eq!(thresholds.failure_rate, 0.5);
-    assert_justified(*reason, window, thresholds);
+    let trip = seen.last().unwrap();
+    assert_eq!(trip.2.failure_rate, 0.5);
+    assert_justified(trip, "the reported trip");
 }
 
 #[test]
@@ -195,7 +170,7 @@ fn a_would_trip_reports_the_thresholds_it_judged_by() {
         record(b, &TWO_IN_FOUR);
         assert!(!armed.load(Ordering::SeqCst), "the reconfiguration ran");
     });
-    let (reason, window, thresholds) = seen.last().unwrap();
-    assert_eq!(thresholds.failure_rate, 0.5);
-    assert_justified(*reason, window, thresholds);
+    let trip = seen.last().unwrap();
+    assert_eq!(trip.2.failure_rate, 0.5);
+    assert_justified(trip, "the reported trip");
 }
