@@ -17,6 +17,7 @@ mod proxy;
 mod run;
 mod simulate;
 mod sweep;
+mod tune;
 mod words;
 
 use std::process::ExitCode;
@@ -67,6 +68,9 @@ enum Command {
     /// Run a command behind a circuit breaker kept in a state file (CI/CD
     /// steps, cron jobs); fails fast with exit 75 while it is open.
     Run(run::RunArgs),
+    /// Recommend breaker parameters from recorded traffic (a proxy's
+    /// access log, or CSV/JSON lines of timestamp, outcome, duration).
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(&args),
         Command::Config(args) => config_cmd::run(&args),
         Command::Drill(args) => drill::run(&args),
+        Command::Tune(args) => tune::run(&args),
         Command::Run(args) => return run::run(&args),
     };
     match result {

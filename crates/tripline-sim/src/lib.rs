@@ -52,6 +52,7 @@ pub mod scenario;
 pub mod score;
 mod svg;
 pub mod sweep;
+pub mod tune;
 
 pub use engine::{Plan, Trace};
 pub use report::{Report, Run};

@@ -1,0 +1,128 @@
+//! `tripline tune --access-log FILE`: breaker parameters recommended from
+//! recorded traffic (see `tripline_sim::tune`).
+//!
+//! The report goes to stdout; `--out` writes the recommended config as a
+//! breaker table. A progress bar goes to stderr when it is a terminal.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use tripline::CircuitBreakerConfig;
+use tripline_sim::tune::{self, Objective, ReadOptions};
+
+use crate::CliError;
+
+/// Objectives on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ObjectiveArg {
+    /// Catch outages earliest; a false trip weighs 1 s.
+    Sensitive,
+    /// The simulator's score: a false trip weighs 5 s.
+    Balanced,
+    /// Avoid false trips; one weighs 60 s.
+    Conservative,
+}
+
+impl From<ObjectiveArg> for Objective {
+    fn from(o: ObjectiveArg) -> Self {
+        match o {
+            ObjectiveArg::Sensitive => Objective::Sensitive,
+            ObjectiveArg::Balanced => Objective::Balanced,
+            ObjectiveArg::Conservative => Objective::Conservative,
+        }
+    }
+}
+
+/// Options of `tripline tune`.
+#[derive(Args, Debug)]
+pub(crate) struct TuneArgs {
+    /// The proxy's JSON access log, or CSV / JSON lines of
+    /// `timestamp,outcome,duration[,key]`.
+    #[arg(long, value_name = "FILE")]
+    access_log: PathBuf,
+    /// Only this route (proxy logs) or key (plain logs).
+    #[arg(long, value_name = "NAME")]
+    route: Option<String>,
+    /// Which trade-off the recommendation takes.
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::Balanced)]
+    objective: ObjectiveArg,
+    /// Write the recommended breaker config (TOML) here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The outages, instead of detecting them: `FROM..TO`, each an offset
+    /// (`90s`), a UTC time of day (`14:02`) or RFC 3339; repeatable.
+    #[arg(long, value_name = "FROM..TO")]
+    outage: Vec<String>,
+    /// Score this breaker config (TOML) on the same traffic and say what
+    /// the recommendation would have changed.
+    #[arg(long, value_name = "FILE")]
+    current: Option<PathBuf>,
+    /// Skip malformed lines (counted and the first quoted) instead of refusing the log.
+    #[arg(long)]
+    skip_bad_lines: bool,
+}
+
+pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
+    let name = args.access_log.display().to_string();
+    let file = File::open(&args.access_log)
+        .map_err(|e| CliError::input(format!("{name}: cannot open: {e}")))?;
+    let options = ReadOptions {
+        route: args.route.clone(),
+        skip_bad_lines: args.skip_bad_lines,
+    };
+    let traffic = tune::read::read(BufReader::with_capacity(1 << 20, file), &options)
+        .map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    if traffic.bad_lines > 0 {
+        eprintln!(
+            "tripline: {name}: skipped {} malformed line(s) of {}",
+            traffic.bad_lines, traffic.lines
+        );
+    }
+    let labelled = if args.outage.is_empty() {
+        None
+    } else {
+        let ranges = args
+            .outage
+            .iter()
+            .map(|o| tune::outage::parse_range(o, &traffic))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(CliError::input)?;
+        Some(ranges)
+    };
+    let current = match &args.current {
+        Some(path) => Some(read_config(path)?),
+        None => None,
+    };
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos} configs, {elapsed} elapsed") {
+        bar.set_style(style);
+    }
+    let tick = || bar.inc(1);
+    let tuning = tune::recommend::tune(&traffic, labelled, current, &tick);
+    bar.finish_and_clear();
+    let tuning = tuning.map_err(|m| CliError::input(format!("{name}: {m}")))?;
+    let objective = Objective::from(args.objective);
+    print!("{}", tune::recommend::text(&tuning, objective));
+    if let Some(path) = &args.out {
+        let (config, _) = tuning.pick(objective);
+        std::fs::write(path, tune::recommend::config_toml(config))
+            .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// A breaker table from a TOML file, validated.
+fn read_config(path: &std::path::Path) -> Result<CircuitBreakerConfig, CliError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::input(format!("{name}: cannot read: {e}")))?;
+    let config: CircuitBreakerConfig =
+        toml::from_str(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    config
+        .validate()
+        .map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    Ok(config)
+}

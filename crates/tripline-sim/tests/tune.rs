@@ -1,0 +1,121 @@
+//! `tune` on logs in the proxy's exact JSON format with known outages:
+//! it must find them, recommend a config that trips on them quickly and
+//! never on the healthy phases, and refuse logs it cannot use.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use tripline_sim::tune::read::{ReadOptions, read};
+use tripline_sim::tune::recommend::{Objective, config_toml, text, tune};
+use tripline_sim::tune::synth::{Spec, write};
+
+fn log(spec: &Spec) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(spec, &mut out).unwrap();
+    out
+}
+
+fn run(bytes: &[u8]) -> tripline_sim::tune::Tuning {
+    let traffic = read(bytes, &ReadOptions::default()).unwrap();
+    tune(&traffic, None, None, &|| {}).unwrap()
+}
+
+/// A drill's expectation: the breaker opens within this of the outage's start.
+const TRIP_WITHIN: f64 = 10.0;
+
+#[test]
+fn finds_the_outage_and_trips_on_it_only() {
+    let spec = Spec {
+        outages: vec![(600, 720, false)],
+        ..Spec::default()
+    };
+    let t = run(&log(&spec));
+    assert_eq!(t.outages.len(), 1, "{:?}", t.outages);
+    let o = &t.outages[0];
+    assert!(
+        o.from.abs_diff(600) <= 1 && o.to.abs_diff(720) <= 1,
+        "{o:?}"
+    );
+    for objective in Objective::ALL {
+        let (config, r) = t.pick(objective);
+        let d = r.detection[0].expect("caught");
+        assert!(d <= TRIP_WITHIN, "{objective:?}: {d} s with {config:?}");
+        assert_eq!(r.false_trips, 0, "{objective:?}: {config:?}");
+    }
+    let report = text(&t, Objective::Balanced);
+    assert!(report.contains("minimum_calls = "), "{report}");
+    assert!(report.contains("quietest minute"), "{report}");
+    assert!(
+        report.contains("sensitive") && report.contains("conservative"),
+        "{report}"
+    );
+}
+
+#[test]
+fn finds_a_slow_outage() {
+    let spec = Spec {
+        outages: vec![(300, 420, true)],
+        ..Spec::default()
+    };
+    let t = run(&log(&spec));
+    assert_eq!(t.outages.len(), 1, "{:?}", t.outages);
+    let (config, r) = t.pick(Objective::Balanced);
+    assert!(config.slow_call_duration.is_some(), "{config:?}");
+    assert!(r.detection[0].is_some_and(|d| d <= TRIP_WITHIN), "{r:?}");
+    assert_eq!(r.false_trips, 0);
+}
+
+#[test]
+fn a_healthy_log_gets_a_config_that_never_trips() {
+    let t = run(&log(&Spec::default()));
+    assert!(t.outages.is_empty(), "{:?}", t.outages);
+    for objective in Objective::ALL {
+        let (config, r) = t.pick(objective);
+        assert!(
+            r.trips.is_empty(),
+            "{objective:?}: {config:?} tripped at {:?}",
+            r.trips
+        );
+    }
+}
+
+#[test]
+fn the_recommended_config_is_a_valid_breaker_table() {
+    let spec = Spec {
+        outages: vec![(600, 720, false)],
+        ..Spec::default()
+    };
+    let t = run(&log(&spec));
+    let (config, _) = t.pick(Objective::Balanced);
+    let toml_text = config_toml(config);
+    let parsed: tripline::CircuitBreakerConfig = toml::from_str(&toml_text).unwrap();
+    parsed.validate().unwrap();
+    assert_eq!(&parsed, config, "{toml_text}");
+}
+
+#[test]
+fn refuses_a_log_with_too_few_calls() {
+    let spec = Spec {
+        seconds: 5,
+        ..Spec::default()
+    };
+    let traffic = read(&log(&spec)[..], &ReadOptions::default()).unwrap();
+    let e = tune(&traffic, None, None, &|| {}).unwrap_err();
+    assert!(
+        e.contains("too few calls") && e.contains("100 call(s)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn refuses_a_log_with_one_outcome_only() {
+    let spec = Spec {
+        failure_rate: 0.0,
+        ..Spec::default()
+    };
+    let traffic = read(&log(&spec)[..], &ReadOptions::default()).unwrap();
+    let e = tune(&traffic, None, None, &|| {}).unwrap_err();
+    assert!(
+        e.contains("one outcome only") && e.contains("succeeded"),
+        "{e}"
+    );
+}
