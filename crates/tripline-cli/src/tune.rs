@@ -52,6 +52,10 @@ pub(crate) struct TuneArgs {
     /// Write the recommended breaker config (TOML) here.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Also write the recorded traffic as a scenario file (with the
+    /// recommended breaker) for `tripline simulate` and `sweep`.
+    #[arg(long, value_name = "FILE")]
+    emit_scenario: Option<PathBuf>,
     /// The outages, instead of detecting them: `FROM..TO`, each an offset
     /// (`90s`), a UTC time of day (`14:02`) or RFC 3339; repeatable.
     #[arg(long, value_name = "FROM..TO")]
@@ -109,6 +113,11 @@ pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
     if let Some(path) = &args.out {
         let (config, _) = tuning.pick(objective);
         std::fs::write(path, tune::recommend::config_toml(config))
+            .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.emit_scenario {
+        let (config, _) = tuning.pick(objective);
+        std::fs::write(path, tune::scenario::scenario_toml(&tuning, config))
             .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
     }
     Ok(())

@@ -137,3 +137,21 @@ fn an_unknown_route_and_an_unusable_log_are_refused() {
     assert_eq!(out.status, 2);
     assert!(out.stderr.contains("too few calls"), "{}", out.stderr);
 }
+
+#[test]
+fn the_emitted_scenario_runs_under_simulate() {
+    let dir = Dir::new();
+    let scenario = dir.path("recorded.toml");
+    let log = example();
+    let out = tripline([
+        "tune",
+        "--access-log",
+        log.to_str().expect("path"),
+        "--emit-scenario",
+        scenario.to_str().expect("path"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let sim = tripline(["simulate", scenario.to_str().expect("path")]);
+    assert_eq!(sim.status, 0, "{}", sim.stderr);
+    assert!(sim.text().contains("outage 1"), "{}", sim.text());
+}

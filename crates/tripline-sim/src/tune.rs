@@ -31,6 +31,7 @@ pub mod outage;
 pub mod read;
 pub mod recommend;
 pub mod replay;
+pub mod scenario;
 pub mod synth;
 
 pub use grid::Candidates;

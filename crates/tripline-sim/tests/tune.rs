@@ -119,3 +119,22 @@ fn refuses_a_log_with_one_outcome_only() {
         "{e}"
     );
 }
+
+#[test]
+fn the_emitted_scenario_runs_in_the_simulator_and_trips_on_the_outage() {
+    use tripline_sim::tune::scenario::scenario_toml;
+    let spec = Spec {
+        outages: vec![(600, 720, false)],
+        ..Spec::default()
+    };
+    let t = run(&log(&spec));
+    let (config, _) = t.pick(Objective::Balanced);
+    let src = scenario_toml(&t, config);
+    let scenario = tripline_sim::Scenario::from_toml("emitted.toml", &src).unwrap();
+    let report = tripline_sim::Report::simulate(&scenario).unwrap();
+    let outage = report.runs[0].faults.last().unwrap();
+    assert!(
+        outage.detection_delay.is_some_and(|d| d <= TRIP_WITHIN),
+        "{src}\n{outage:?}"
+    );
+}

@@ -108,8 +108,17 @@ pub fn run(
         let f = sec.failures();
         let (mut ok_b, mut fail_b) = (0usize, 0usize);
         let (mut ok_left, mut fail_left) = (sec.ok[0], sec.failed[0]);
+        // Bresenham: call i fails when ⌊(i+1)·f/n⌋ > ⌊i·f/n⌋, kept as a
+        // running remainder (no division per call).
+        let mut acc = 0u64;
+        let step = 1e9 / n as f64;
+        let base = s * 1_000_000_000;
         for i in 0..n {
-            let failed = (i + 1) * f / n > i * f / n;
+            acc += f;
+            let failed = acc >= n;
+            if failed {
+                acc -= n;
+            }
             let bucket = if failed {
                 while fail_left == 0 && fail_b + 1 < BUCKETS {
                     fail_b += 1;
@@ -125,7 +134,7 @@ pub fn run(
                 ok_left = ok_left.saturating_sub(1);
                 ok_b
             };
-            let t = s * 1_000_000_000 + (i * 1_000_000_000 + 500_000_000) / n;
+            let t = base + ((i as f64 + 0.5) * step) as u64;
             clock.set(Timestamp::from_nanos(t));
             match breaker.try_acquire() {
                 Err(_) => {
