@@ -42,3 +42,8 @@ mod tls;
 mod upgrades;
 mod upstream_failures;
 mod upstream_pool;
+
+/// The `tripline` binary's allocator (mimalloc): the memory figures the
+/// hostile-client suite asserts are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

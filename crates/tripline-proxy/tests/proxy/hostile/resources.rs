@@ -2,7 +2,8 @@
 //! unfinished heads by the hundred, a smuggling set, abandoned requests,
 //! stalled uploads — then the proxy serves a healthy request, holds no
 //! socket of theirs (the kernel's socket table, by the proxy's ports),
-//! and its memory is back near its baseline.
+//! and its resident memory is back near its baseline: given back to the
+//! OS, not only to the allocator.
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -56,10 +57,16 @@ async fn hostile_clients_then_baseline() {
     let rss_before = rss_kib();
     let fds_before = open_fds();
 
-    // Unfinished heads, twice: the second round's buffers reuse the
-    // memory the first gave back.
+    // Unfinished heads, twice: what the first round took is given back
+    // before the second comes.
     let first_peak = unfinished_heads(addr).await;
-    let rss_between = rss_kib();
+    // At least two thirds of what the heads took goes back to the OS
+    // once they close, not only to the allocator (glibc's malloc kept all
+    // of it resident; the binary's allocator, and this suite's, purges
+    // freed pages).
+    let taken = first_peak - rss_before;
+    let limit = rss_before + taken / 3;
+    let rss_between = memory_settles(addr, limit).await;
     let second_peak = unfinished_heads(addr).await;
 
     // The smuggling set, a long URL, stalled uploads.
@@ -82,31 +89,33 @@ async fn hostile_clients_then_baseline() {
     let held = sockets_settle(port, Some(upstream.addr.port()), 1).await;
     // One: the pooled keep-alive connection to the upstream.
     assert!(held <= 1, "{held} sockets still held");
-    let rss_after = rss_kib();
+    let rss_after = memory_settles(addr, limit).await;
     let fds_after = open_fds();
     eprintln!(
         "RssAnon {rss_before} KiB before, {first_peak} KiB with {UNFINISHED} unfinished heads of {HEAD} bytes, {rss_between} KiB once they closed, {second_peak} KiB with {UNFINISHED} more, {rss_after} KiB at the end; descriptors {fds_before} before, {fds_after} after"
     );
-    // Each unfinished head costs about its size, not a multiple of it.
+    // Each unfinished head costs its size and a bounded overhead, not a
+    // multiple of it. The overhead is mimalloc's: the head buffer's
+    // growth steps and the connection's own allocations sit in pages of
+    // their own size classes until purged (~80 KB a 32 KiB head in this
+    // build, ~83 KB a 60 KB head in the release binary; ~51 KB and
+    // ~74 KB under glibc's malloc, which then kept it all).
     let per_head = (first_peak - rss_before) * 1024 / UNFINISHED as u64;
     assert!(
-        per_head < 2 * HEAD as u64,
+        per_head < 3 * HEAD as u64,
         "{per_head} bytes a head of {HEAD}"
     );
-    // What the heads took is given back to the allocator when they close
-    // and taken again by the next ones: the second round costs nothing
-    // new. (glibc keeps freed heap pages resident until they can be
-    // returned from the heap's top: docs/reliability.md.)
+    // The second round costs no more than the first: nothing accumulates.
     assert!(
         second_peak < first_peak + 2 * 1024,
         "{second_peak} KiB the second time, {first_peak} KiB the first"
     );
-    // Nothing grows past the high-water mark the heads set.
-    let high = first_peak.max(second_peak);
-    assert!(
-        rss_after <= high + 2 * 1024,
-        "RssAnon {rss_after} KiB at the end, {high} KiB at the peak"
-    );
+    for (when, rss) in [("once they closed", rss_between), ("at the end", rss_after)] {
+        assert!(
+            rss <= limit,
+            "RssAnon {rss} KiB {when}, {rss_before} KiB before, {first_peak} KiB with the heads ({taken} KiB taken)"
+        );
+    }
     // The pooled connection to the upstream at most.
     assert!(
         fds_after <= fds_before + 1,
@@ -136,6 +145,22 @@ async fn unfinished_heads(addr: std::net::SocketAddr) -> u64 {
     drop(slow);
     assert_eq!(sockets_settle(addr.port(), None, 0).await, 0);
     peak
+}
+
+/// The resident memory (KiB) once it is down to `limit`, or the last
+/// seen after [`BOUND`]. The allocator returns freed pages a few
+/// milliseconds after they are freed, at its next call: a healthy
+/// request each turn gives it that call.
+async fn memory_settles(addr: std::net::SocketAddr, limit: u64) -> u64 {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        assert_eq!(get(addr, "/").await.status, 200);
+        let rss = rss_kib();
+        if rss <= limit || tokio::time::Instant::now() >= deadline {
+            return rss;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// The smuggling set and a request line over the limit.
