@@ -174,8 +174,8 @@ def unfinished_heads(proxy, port, size):
         s.close()
     settle()
     after = (rss_kib(pid), fds(pid))
-    # The allocator (mimalloc) returns freed pages at its next call after
-    # a short delay: an idle proxy keeps them until its next request.
+    # The allocator (mimalloc) returns pages free for a second at its
+    # next call: an idle proxy keeps them until its next request.
     served = healthy(port)
     settle(0.2)
     served += " " + healthy(port)

@@ -29,11 +29,12 @@ use clap::{Parser, Subcommand};
 /// OS. Under glibc, 2 000 hostile connections' head buffers left ~150 MiB
 /// resident after they closed (freed, but kept by fragmented per-thread
 /// arenas that only give back their top); mimalloc purges freed pages
-/// at its next call after a short delay (an idle proxy keeps them until
-/// its next request), back to ~28 MiB, and costs the request path
-/// nothing measurable: 2% fewer instructions a request, the paired ratio
-/// against HAProxy level (docs/reliability.md, benches/README.md). The
-/// price: ~10% more memory while the connections are held.
+/// at its next call once they have been free for a second (an idle proxy
+/// keeps them until its next request), back to ~28 MiB. It costs the
+/// request path nothing measurable (2% fewer instructions a request, the
+/// paired ratio against HAProxy level: docs/reliability.md,
+/// benches/README.md); the price is a higher baseline (24 MiB against
+/// 12-14) and ~10% more memory while the connections are held.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -148,9 +148,9 @@ async fn unfinished_heads(addr: std::net::SocketAddr) -> u64 {
 }
 
 /// The resident memory (KiB) once it is down to `limit`, or the last
-/// seen after [`BOUND`]. The allocator returns freed pages a few
-/// milliseconds after they are freed, at its next call: a healthy
-/// request each turn gives it that call.
+/// seen after [`BOUND`]. The allocator returns freed pages at its next
+/// call once they have been free for a while (mimalloc: a second): a
+/// healthy request each turn gives it that call.
 async fn memory_settles(addr: std::net::SocketAddr, limit: u64) -> u64 {
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
