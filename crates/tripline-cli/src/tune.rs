@@ -109,7 +109,10 @@ pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
     bar.finish_and_clear();
     let tuning = tuning.map_err(|m| CliError::input(format!("{name}: {m}")))?;
     let objective = Objective::from(args.objective);
+    let periods = tune::daytime::tune_periods(&traffic, &tuning, &tick)
+        .map_err(|m| CliError::input(format!("{name}: {m}")))?;
     print!("{}", tune::recommend::text(&tuning, objective));
+    print!("{}", tune::daytime::text(&periods, objective));
     if let Some(path) = &args.out {
         let (config, _) = tuning.pick(objective);
         std::fs::write(path, tune::recommend::config_toml(config))

@@ -19,6 +19,8 @@
 //!    run ([`crate::score::Score`]).
 //! 4. [`recommend`] ranks them per objective and says why each parameter
 //!    has its value.
+//! 5. [`daytime`] proposes one config per period when the traffic differs
+//!    by hour of the day.
 //!
 //! Approximations, stated once: calls are replayed at evenly spread
 //! instants inside their second (their order inside a second is not
@@ -26,6 +28,7 @@
 //! histogram bucket's middle, and each call records at its start (no
 //! overlap of in-flight calls).
 
+pub mod daytime;
 pub mod grid;
 pub mod outage;
 pub mod read;

@@ -138,3 +138,56 @@ fn the_emitted_scenario_runs_in_the_simulator_and_trips_on_the_outage() {
         "{src}\n{outage:?}"
     );
 }
+
+#[test]
+fn traffic_that_differs_by_hour_gets_one_config_per_period() {
+    use tripline_sim::tune::daytime::{split, tune_periods};
+    // 07:00–08:00 UTC at 2 requests/s, 08:00–09:00 at 20.
+    let spec = Spec {
+        start: 1_796_108_400,
+        seconds: 7200,
+        rate: 2,
+        busy: Some((3600, 7200, 20)),
+        ..Spec::default()
+    };
+    let bytes = log(&spec);
+    let traffic = read(&bytes[..], &ReadOptions::default()).unwrap();
+    assert_eq!(split(&traffic), Some((vec![8], vec![7])));
+    let whole = tune(&traffic, None, None, &|| {}).unwrap();
+    let periods = tune_periods(&traffic, &whole, &|| {}).unwrap();
+    let [peak, quiet] = &periods[..] else {
+        panic!("{periods:?}")
+    };
+    let (p, q) = (
+        peak.tuning.pick(Objective::Balanced).0,
+        quiet.tuning.pick(Objective::Balanced).0,
+    );
+    assert!(p.minimum_calls > q.minimum_calls, "peak {p:?}\nquiet {q:?}");
+    for period in &periods {
+        assert!(
+            period.tuning.pick(Objective::Balanced).1.trips.is_empty(),
+            "{}",
+            period.name
+        );
+    }
+    let steady = run(&log(&Spec {
+        seconds: 7200,
+        ..Spec::default()
+    }));
+    assert!(
+        tune_periods(
+            &read(
+                &log(&Spec {
+                    seconds: 7200,
+                    ..Spec::default()
+                })[..],
+                &ReadOptions::default()
+            )
+            .unwrap(),
+            &steady,
+            &|| {}
+        )
+        .unwrap()
+        .is_empty()
+    );
+}

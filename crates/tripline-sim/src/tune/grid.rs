@@ -55,11 +55,17 @@ pub struct Candidates {
 pub fn derive(traffic: &Traffic, baseline: &Baseline, outages: &[Outage]) -> Candidates {
     let secs = &traffic.seconds;
     let healthy = |s: usize| !outages.iter().any(|o| o.contains(s as u64));
+    // Minutes without a single call are left out of the rate and of the
+    // quietest minute: no config can trip there, and a log restricted to
+    // some hours of the day has whole such stretches.
     let (mut calls, mut n) = (0u64, 0u64);
-    for (i, s) in secs.iter().enumerate().filter(|(i, _)| healthy(*i)) {
-        let _ = i;
-        calls += s.calls();
-        n += 1;
+    for (m, chunk) in secs.chunks(60).enumerate() {
+        let healthy_seconds = (m * 60..m * 60 + chunk.len()).filter(|&i| healthy(i));
+        let (c, k) = healthy_seconds.fold((0, 0), |(c, k), i| (c + secs[i].calls(), k + 1));
+        if c > 0 {
+            calls += c;
+            n += k;
+        }
     }
     let healthy_rate = calls as f64 / n.max(1) as f64;
     let (mut quietest_minute, mut quietest_at) = (calls, 0u64);
@@ -67,7 +73,7 @@ pub fn derive(traffic: &Traffic, baseline: &Baseline, outages: &[Outage]) -> Can
         let from = m * 60;
         if chunk.len() == 60 && (from..from + 60).all(healthy) {
             let c: u64 = chunk.iter().map(|s| s.calls()).sum();
-            if c < quietest_minute {
+            if c > 0 && c < quietest_minute {
                 (quietest_minute, quietest_at) = (c, from as u64);
             }
         }

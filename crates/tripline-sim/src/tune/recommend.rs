@@ -163,6 +163,19 @@ pub fn tune(
             .collect(),
         None => detected,
     };
+    rank(traffic, baseline, outages, current, tick)
+}
+
+/// Derives the grid and ranks it on `traffic` with the given baseline
+/// and outages (what [`tune`] does after detection; a time-of-day period
+/// reuses the whole log's baseline and outages).
+pub fn rank(
+    traffic: &Traffic,
+    baseline: Baseline,
+    outages: Vec<Outage>,
+    current: Option<CircuitBreakerConfig>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Tuning, String> {
     let candidates = grid::derive(traffic, &baseline, &outages);
     let rate = candidates.facts.healthy_rate;
     let results: Vec<Outcome> = candidates

@@ -31,6 +31,9 @@ pub struct Spec {
     pub outage_failure_rate: f64,
     /// The route every line names.
     pub route: String,
+    /// `(from, to, rate)`: a stretch (seconds from the start) at another
+    /// request rate, such as a busy part of the day.
+    pub busy: Option<(u64, u64, u32)>,
 }
 
 impl Default for Spec {
@@ -43,6 +46,7 @@ impl Default for Spec {
             outages: Vec::new(),
             outage_failure_rate: 1.0,
             route: "api".to_owned(),
+            busy: None,
         }
     }
 }
@@ -60,9 +64,13 @@ pub fn write(spec: &Spec, out: &mut impl Write) -> io::Result<()> {
     let mut k = 0u64;
     for s in 0..spec.seconds {
         let outage = spec.outages.iter().find(|o| (o.0..o.1).contains(&s));
-        for i in 0..spec.rate {
+        let rate = match spec.busy {
+            Some((from, to, r)) if (from..to).contains(&s) => r,
+            _ => spec.rate,
+        };
+        for i in 0..rate {
             k += 1;
-            let nanos = u64::from(i) * 1_000_000_000 / u64::from(spec.rate);
+            let nanos = u64::from(i) * 1_000_000_000 / u64::from(rate);
             let at = UNIX_EPOCH + Duration::from_secs(spec.start + s) + Duration::from_nanos(nanos);
             let (outcome, ms, status) = match outage {
                 Some((_, _, true)) => ("success", 1500.0 + 1000.0 * draw(k, 1), 200),
