@@ -56,6 +56,10 @@ pub(crate) struct TuneArgs {
     /// recommended breaker) for `tripline simulate` and `sweep`.
     #[arg(long, value_name = "FILE")]
     emit_scenario: Option<PathBuf>,
+    /// Also draw the recorded failure and slow shares with each
+    /// objective's trips marked; SVG, or PNG when the file ends in .png.
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
+    chart: Option<PathBuf>,
     /// The outages, instead of detecting them: `FROM..TO`, each an offset
     /// (`90s`), a UTC time of day (`14:02`) or RFC 3339; repeatable.
     #[arg(long, value_name = "FROM..TO")]
@@ -71,6 +75,7 @@ pub(crate) struct TuneArgs {
 
 pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
     let name = args.access_log.display().to_string();
+    crate::chart_file::check(args.chart.as_deref())?;
     let file = File::open(&args.access_log)
         .map_err(|e| CliError::input(format!("{name}: cannot open: {e}")))?;
     let options = ReadOptions {
@@ -117,6 +122,9 @@ pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
         let (config, _) = tuning.pick(objective);
         std::fs::write(path, tune::recommend::config_toml(config))
             .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.chart {
+        crate::chart_file::write(path, &tune::chart::render(&tuning, &traffic.seconds))?;
     }
     if let Some(path) = &args.emit_scenario {
         let (config, _) = tuning.pick(objective);

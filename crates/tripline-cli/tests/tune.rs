@@ -155,3 +155,26 @@ fn the_emitted_scenario_runs_under_simulate() {
     assert_eq!(sim.status, 0, "{}", sim.stderr);
     assert!(sim.text().contains("outage 1"), "{}", sim.text());
 }
+
+#[test]
+fn chart_marks_each_objectives_trips() {
+    let dir = Dir::new();
+    let chart = dir.path("tune.svg");
+    let log = example();
+    let out = tripline([
+        "tune",
+        "--access-log",
+        log.to_str().expect("path"),
+        "--chart",
+        chart.to_str().expect("path"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let svg = std::fs::read_to_string(&chart).expect("chart written");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let trips = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .count();
+    assert!(trips >= 3, "one trip per objective at least: {trips}");
+    assert!(svg.contains("balanced") && svg.contains("failed share"));
+}
