@@ -1,0 +1,79 @@
+//! `tune` on a log the proxy itself wrote: a drill drives real load through
+//! an in-process proxy whose access log is on, with a known outage (every
+//! try answered 503 from 5 s to 8 s); the tuning must find that outage and
+//! recommend a config that trips within the drill's `trip_within`, with no
+//! false trip on the healthy phases. Runs in real time (~12 s).
+
+#[path = "support/run.rs"]
+mod support;
+
+use std::fs::File;
+use std::io::BufReader;
+
+use support::{Dir, tripline};
+use tripline_sim::tune::read::{ReadOptions, read};
+use tripline_sim::tune::recommend::{Objective, tune};
+
+/// The drill's expectation on how fast the breaker opens.
+const TRIP_WITHIN: f64 = 2.0;
+
+#[test]
+fn tune_finds_the_drills_outage_in_the_proxys_own_access_log() {
+    let dir = Dir::new();
+    let log = dir.path("access.log");
+    let drill = format!(
+        r#"
+name = "tune"
+watch = ["api"]
+[target]
+upstreams = {{ a = {{}}, b = {{}} }}
+proxy = """
+[[listeners]]
+address = "127.0.0.1:0"
+[access_log]
+mode = "full"
+path = "{log}"
+[[routes]]
+name = "api"
+cluster = "backend"
+breaker = {{ window = {{ kind = "count", size = 1000 }}, minimum_calls = 1000 }}
+[clusters.backend]
+endpoints = ["${{a}}", "${{b}}"]
+"""
+[load]
+rate = 40.0
+duration = "12s"
+
+[[phase]]
+name = "down"
+from = "5s"
+to = "8s"
+route = "api"
+abort = {{ status = 503 }}
+
+[expect]
+false_trips = 0
+"#,
+        log = log.display()
+    );
+    let file = dir.write("tune.toml", &drill);
+    let out = tripline(["drill".as_ref(), file.as_os_str()]);
+    assert_eq!(out.status, 0, "{}\n{}", out.text(), out.stderr);
+    let traffic = read(
+        BufReader::new(File::open(&log).expect("the proxy wrote its access log")),
+        &ReadOptions::default(),
+    )
+    .expect("the proxy's own format reads");
+    let t = tune(&traffic, None, None, &|| {}).expect("usable");
+    assert_eq!(t.outages.len(), 1, "{:?}", t.outages);
+    let o = &t.outages[0];
+    // The load starts within a second of the log's first line.
+    assert!(
+        (4..=7).contains(&o.from) && (7..=10).contains(&o.to),
+        "{o:?}"
+    );
+    let (config, r) = t.pick(Objective::Balanced);
+    let d = r.detection[0].expect("the recommended config trips on the outage");
+    assert!(d <= TRIP_WITHIN, "{d} s with {config:?}");
+    assert_eq!(r.false_trips, 0, "{config:?}: trips at {:?}", r.trips);
+}
