@@ -5,6 +5,7 @@
 //! (see `drill.rs`). Log lines from the library and the proxy go to stderr
 //! through the subscriber in `logging.rs`.
 
+mod allocator;
 mod chart_file;
 mod check;
 mod config_cmd;
@@ -24,19 +25,6 @@ use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
-
-/// mimalloc, not glibc's malloc: memory the proxy frees goes back to the
-/// OS. Under glibc, 2 000 hostile connections' head buffers left ~150 MiB
-/// resident after they closed (freed, but kept by fragmented per-thread
-/// arenas that only give back their top); mimalloc purges freed pages
-/// at its next call once they have been free for a second (an idle proxy
-/// keeps them until its next request), back to ~28 MiB. It costs the
-/// request path nothing measurable (2% fewer instructions a request, the
-/// paired ratio against HAProxy level: docs/reliability.md,
-/// benches/README.md); the price is a higher baseline (24 MiB against
-/// 12-14) and ~10% more memory while the connections are held.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Fault tolerance for services that call other services.
 #[derive(Parser, Debug)]
@@ -87,6 +75,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::configure();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
