@@ -1,8 +1,11 @@
-//! Every proxy config shown in the README and the book passes `tripline
-//! check` as printed: a reader who copies one gets a file the proxy starts
-//! with. A sample is marked by the line `<!-- check: proxy -->` right
-//! before its ```` ```toml ```` block (fragments of a file, shown to
-//! explain one section, are left unmarked).
+//! Every config shown whole in the README and the book passes `tripline
+//! check` as printed: a reader who copies one gets a file tripline takes.
+//! A sample is marked by a line right before its ```` ```toml ```` block:
+//! `<!-- check: proxy -->` (a proxy config) and `<!-- check: breaker -->`
+//! (a breaker config), both checked by `tripline check`, and
+//! `<!-- check: document -->` (a pushed config document), checked by
+//! `tripline config check`. Fragments of a file, shown to explain one
+//! section, are left unmarked.
 
 #[path = "support/run.rs"]
 mod support;
@@ -11,7 +14,25 @@ use std::path::{Path, PathBuf};
 
 use support::{Dir, tripline};
 
-const MARK: &str = "<!-- check: proxy -->";
+/// The marks, each with the file name its sample is written to and the
+/// command that checks it.
+const MARKS: [(&str, &str, &[&str]); 3] = [
+    ("<!-- check: proxy -->", "proxy.toml", &["check"]),
+    ("<!-- check: breaker -->", "breaker.toml", &["check"]),
+    (
+        "<!-- check: document -->",
+        "document.toml",
+        &["config", "check"],
+    ),
+];
+
+/// A marked sample: the line of its block, its TOML, and its mark's index
+/// in [`MARKS`].
+struct Sample {
+    line: usize,
+    toml: String,
+    kind: usize,
+}
 
 /// The README and every chapter of the book.
 fn pages() -> Vec<PathBuf> {
@@ -27,14 +48,14 @@ fn pages() -> Vec<PathBuf> {
     pages
 }
 
-/// The marked samples of `text`: (line of the block, its TOML).
-fn marked_samples(text: &str) -> Vec<(usize, String)> {
+/// The marked samples of `text`.
+fn marked_samples(text: &str) -> Vec<Sample> {
     let lines: Vec<&str> = text.lines().collect();
     let mut samples = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        if line.trim() != MARK {
+        let Some(kind) = MARKS.iter().position(|(mark, _, _)| line.trim() == *mark) else {
             continue;
-        }
+        };
         let fence = lines.get(i + 1).map(|l| l.trim());
         assert_eq!(
             fence,
@@ -47,15 +68,19 @@ fn marked_samples(text: &str) -> Vec<(usize, String)> {
             .take_while(|l| l.trim() != "```")
             .copied()
             .collect();
-        samples.push((i + 2, body.join("\n") + "\n"));
+        samples.push(Sample {
+            line: i + 2,
+            toml: body.join("\n") + "\n",
+            kind,
+        });
     }
     samples
 }
 
 #[test]
-fn every_marked_proxy_config_passes_check() {
+fn every_marked_config_passes_check() {
     let dir = Dir::new();
-    let mut checked = 0;
+    let mut checked = [0; MARKS.len()];
     let mut in_readme = 0;
     for page in pages() {
         let text = std::fs::read_to_string(&page).expect("page");
@@ -64,23 +89,46 @@ fn every_marked_proxy_config_passes_check() {
             .expect("name")
             .to_string_lossy()
             .into_owned();
-        for (line, toml) in marked_samples(&text) {
-            let file = dir.write("proxy.toml", &toml);
-            let out = tripline(["check", file.to_str().expect("path")]);
+        for Sample { line, toml, kind } in marked_samples(&text) {
+            let (mark, file_name, command) = MARKS[kind];
+            let file = dir.write(file_name, &toml);
+            let args: Vec<&str> = command
+                .iter()
+                .copied()
+                .chain([file.to_str().expect("path")])
+                .collect();
+            let out = tripline(args);
             assert_eq!(
-                out.status, 0,
-                "{name}:{line}: the proxy config does not pass `tripline check`:\n{}\n{toml}",
+                out.status,
+                0,
+                "{name}:{line}: the sample marked {mark} does not pass `tripline {}`:\n{}\n{toml}",
+                command.join(" "),
                 out.stderr
             );
-            checked += 1;
-            if name == "README.md" {
+            checked[kind] += 1;
+            if name == "README.md" && kind == 0 {
                 in_readme += 1;
             }
         }
     }
-    // The quick starts (README and book) and the reference's samples.
+    // The quick starts (README and book), the reference's samples, and
+    // the breaker and document samples of the book.
     assert!(in_readme >= 1, "the README's proxy quick start is marked");
-    assert!(checked >= 5, "only {checked} marked proxy configs found");
+    assert!(
+        checked[0] >= 5,
+        "only {} marked proxy configs found",
+        checked[0]
+    );
+    assert!(
+        checked[1] >= 2,
+        "only {} marked breaker configs found",
+        checked[1]
+    );
+    assert!(
+        checked[2] >= 2,
+        "only {} marked documents found",
+        checked[2]
+    );
 }
 
 #[test]
