@@ -28,7 +28,6 @@ mod resources;
 mod slow;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -124,37 +123,6 @@ fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("RssAnon:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
-}
-
-/// What the proxy logs while the returned guard lives, on this thread
-/// (the tests' runtime is single-threaded: the proxy's tasks run here).
-fn capture_logs() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let writer = Captured(lines.clone());
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    (lines, tracing::subscriber::set_default(subscriber))
-}
-
-#[derive(Clone)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The lines captured so far.
-fn logged(lines: &Mutex<Vec<u8>>) -> String {
-    String::from_utf8_lossy(&lines.lock().unwrap()).into_owned()
 }
 
 /// A proxy config with an `[admin]` listener and `proxy` lines in its

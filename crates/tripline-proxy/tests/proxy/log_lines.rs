@@ -3,42 +3,16 @@
 //! or why it was refused), and a failed upstream connection, at most one
 //! line per endpoint every 10 s of the proxy's clock.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tripline_proxy::config::ProxyConfig;
 
 use crate::support::*;
 
-/// What the proxy logs while the guard lives, on this thread (the tests'
-/// runtime is single-threaded: the proxy's tasks run here).
-fn capture() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let writer = Captured(lines.clone());
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    (lines, tracing::subscriber::set_default(subscriber))
-}
-
-#[derive(Clone)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The captured lines that contain `needle`.
 fn lines_with(lines: &Mutex<Vec<u8>>, needle: &str) -> Vec<String> {
-    String::from_utf8_lossy(&lines.lock().unwrap())
+    logged(lines)
         .lines()
         .filter(|l| l.contains(needle))
         .map(str::to_owned)
@@ -49,7 +23,7 @@ const ROUTE: &str = r#"breaker = { window = { kind = "count", size = 4 }, minimu
 
 #[tokio::test]
 async fn a_trip_is_one_line_naming_the_breaker_its_states_and_why() {
-    let (lines, _guard) = capture();
+    let (lines, _guard) = capture_logs();
     let upstream = Upstream::start(|_| respond(500, "boom")).await;
     // The endpoint's breaker and the route's trip on the same answer.
     let (_proxy, running, addr, _clock) =
@@ -70,7 +44,7 @@ async fn a_trip_is_one_line_naming_the_breaker_its_states_and_why() {
 
 #[tokio::test]
 async fn a_failed_connection_is_logged_once_per_endpoint_every_ten_seconds() {
-    let (lines, _guard) = capture();
+    let (lines, _guard) = capture_logs();
     // An address nothing listens on: every connection is refused.
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -108,7 +82,7 @@ async fn a_failed_connection_is_logged_once_per_endpoint_every_ten_seconds() {
 
 #[tokio::test]
 async fn a_reload_is_one_line_saying_what_changed_or_why_it_was_refused() {
-    let (lines, _guard) = capture();
+    let (lines, _guard) = capture_logs();
     let upstream = Upstream::start(|_| respond(200, "ok")).await;
     let text = format!("{}{ADMIN_SECTION}", config(&[upstream.addr], "", ""));
     let (_proxy, running, _addr, _clock) = start_proxy(&text).await;

@@ -302,3 +302,34 @@ pub async fn read_request_head(stream: &mut TcpStream, seen: &mut Vec<u8>) -> bo
         }
     }
 }
+
+/// What the proxy logs while the returned guard lives, on this thread
+/// (the tests' runtime is single-threaded: the proxy's tasks run here).
+pub fn capture_logs() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let writer = Captured(lines.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    (lines, tracing::subscriber::set_default(subscriber))
+}
+
+#[derive(Clone)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The lines captured so far.
+pub fn logged(lines: &Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(&lines.lock().unwrap()).into_owned()
+}
