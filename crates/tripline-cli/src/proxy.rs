@@ -40,6 +40,17 @@ pub(crate) enum RuntimeKind {
     PerCore,
 }
 
+/// Writes one line on stdout, like `println!`, but never panics: a proxy
+/// whose stdout reader went away (a closed pipe, a log collector that
+/// died) keeps serving. The line is lost then; the decisions themselves
+/// are also on stderr through `tracing`.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
     let source = ConfigFile::read(&args.config).map_err(|e| CliError::input(e.to_string()))?;
     let config = source.parse().map_err(|e| CliError::input(e.to_string()))?;
@@ -66,22 +77,22 @@ pub(crate) fn run(args: &ProxyArgs) -> Result<(), CliError> {
             // What runs, where: every listener, the admin side's URLs, and
             // every breaker built (those the file does not name too).
             for addr in addrs {
-                println!("tripline proxy: listening on {addr}");
+                say!("tripline proxy: listening on {addr}");
             }
             if let Some(addr) = admin {
-                println!("tripline proxy: admin API at http://{addr}/api/");
-                println!("tripline proxy: dashboard at http://{addr}/");
-                println!("tripline proxy: metrics at http://{addr}/metrics");
+                say!("tripline proxy: admin API at http://{addr}/api/");
+                say!("tripline proxy: dashboard at http://{addr}/");
+                say!("tripline proxy: metrics at http://{addr}/metrics");
             }
             for built in proxy.breakers_built() {
-                println!("tripline proxy: {}", built.summary());
+                say!("tripline proxy: {}", built.summary());
             }
         })
         .map_err(|e| CliError::other(format!("cannot serve: {e}")))?;
     if drained.complete {
-        println!("tripline proxy: drained");
+        say!("tripline proxy: drained");
     } else {
-        println!("tripline proxy: drain timeout passed, remaining connections closed");
+        say!("tripline proxy: drain timeout passed, remaining connections closed");
     }
     Ok(())
 }
@@ -161,9 +172,9 @@ fn reload(proxy: &Proxy, path: &Path) {
     });
     match reloaded {
         Ok(report) => {
-            println!("tripline proxy: reloaded {}", path.display());
+            say!("tripline proxy: reloaded {}", path.display());
             for section in &report.restart_required {
-                println!("tripline proxy: [{section}] changed: takes effect on restart");
+                say!("tripline proxy: [{section}] changed: takes effect on restart");
             }
         }
         Err(e) => {

@@ -43,11 +43,11 @@ fn get(addr: &str) -> String {
     answer.lines().next().unwrap_or_default().to_owned()
 }
 
-#[test]
-fn a_proxy_with_log_format_json_writes_the_breaker_trip_as_a_json_line_on_stderr() {
-    let dir = Dir::new();
+/// A proxy with one route whose breaker trips on two failed calls, in
+/// front of a port nothing listens on.
+fn tripping_proxy(dir: &Dir) -> std::path::PathBuf {
     let dead = closed_port();
-    let config = dir.write(
+    dir.write(
         "proxy.toml",
         &format!(
             r#"
@@ -63,7 +63,19 @@ breaker = {{ name = "api", window = {{ kind = "count", size = 2 }}, minimum_call
 endpoints = ["127.0.0.1:{dead}"]
 "#
         ),
-    );
+    )
+}
+
+/// A started proxy: the process, its listener's address, the rest of its
+/// stdout, and its stderr lines as they come.
+struct Started {
+    proxy: Running,
+    addr: String,
+    stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    stderr: mpsc::Receiver<String>,
+}
+
+fn start(config: &std::path::Path) -> Started {
     let child = Command::new(env!("CARGO_BIN_EXE_tripline"))
         .args([
             "--log-format",
@@ -73,26 +85,43 @@ endpoints = ["127.0.0.1:{dead}"]
             "1",
             "--config",
         ])
-        .arg(&config)
+        .arg(config)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the proxy");
-    let mut child = Running(child);
-    let stdout = BufReader::new(child.0.stdout.take().expect("stdout"));
-    let first = stdout.lines().next().expect("a line").expect("stdout");
+    let mut proxy = Running(child);
+    let mut stdout = BufReader::new(proxy.0.stdout.take().expect("stdout")).lines();
+    let first = stdout.next().expect("a line").expect("stdout");
     let addr = first
         .strip_prefix("tripline proxy: listening on ")
         .unwrap_or_else(|| panic!("{first}"))
         .to_owned();
     let (lines_tx, lines) = mpsc::channel();
-    let stderr = child.0.stderr.take().expect("stderr");
+    let stderr = proxy.0.stderr.take().expect("stderr");
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             let _ = lines_tx.send(line);
         }
     });
+    Started {
+        proxy,
+        addr,
+        stdout,
+        stderr: lines,
+    }
+}
+
+#[test]
+fn a_proxy_with_log_format_json_writes_the_breaker_trip_as_a_json_line_on_stderr() {
+    let dir = Dir::new();
+    let Started {
+        proxy: _proxy,
+        addr,
+        stdout: _stdout,
+        stderr: lines,
+    } = start(&tripping_proxy(&dir));
 
     // Two refused connections trip the route breaker (2 of 2 failed).
     for _ in 0..2 {
@@ -117,6 +146,65 @@ endpoints = ["127.0.0.1:{dead}"]
     assert_eq!(transition["target"], "tripline::breaker", "{transition}");
     assert_eq!(transition["fields"]["to"], "open", "{transition}");
     assert!(transition["timestamp"].is_string(), "{transition}");
+}
+
+/// Sends `signal` to the proxy.
+fn signal(proxy: &Running, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &proxy.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+}
+
+#[test]
+fn a_proxy_whose_stdout_reader_goes_away_keeps_serving_reloading_and_drains_cleanly() {
+    let dir = Dir::new();
+    let config = tripping_proxy(&dir);
+    let Started {
+        mut proxy,
+        addr,
+        stdout,
+        stderr,
+    } = start(&config);
+    // The reader of the start-up lines (a log collector, `| head -1`)
+    // goes away; the proxy still has lines to print: on every reload, and
+    // when it drains.
+    drop(stdout);
+    for _ in 0..2 {
+        signal(&proxy, "-HUP");
+        let status = get(&addr);
+        assert!(status.starts_with("HTTP/1.1 50"), "{status}");
+    }
+    // The second reload happened (its thread did not die on the first
+    // line it could not print): a bad file now is refused on stderr.
+    std::fs::write(&config, "[[routes]]\nname = 1\n").expect("write");
+    signal(&proxy, "-HUP");
+    let refused = stderr
+        .iter()
+        .take(100)
+        .find(|l| l.contains("reload refused") || l.contains("panicked"));
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|l| l.contains("reload refused")),
+        "{refused:?}"
+    );
+    signal(&proxy, "-TERM");
+    let (done_tx, done) = mpsc::channel();
+    let mut child = std::mem::replace(&mut proxy.0, Command::new("true").spawn().expect("true"));
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let exit = done
+        .recv_timeout(BOUND)
+        .expect("the proxy exits after SIGTERM")
+        .expect("wait");
+    let panics: Vec<String> = stderr
+        .try_iter()
+        .filter(|l| l.contains("panicked"))
+        .collect();
+    assert!(exit.success() && panics.is_empty(), "{exit:?} {panics:#?}");
 }
 
 #[test]
