@@ -94,37 +94,19 @@
 
 #![forbid(unsafe_code)]
 
-mod access_log;
-mod admin;
-pub mod body;
 pub mod config;
-mod config_source;
-mod dns;
-pub mod explain;
-pub mod fallback;
-pub mod fault;
-mod forward;
-mod grpc;
-mod guard;
-mod h1_spans;
-mod headers;
-mod io_wrap;
-pub mod keyed_breaker;
-pub mod metrics;
+mod control;
+mod data;
+mod http;
 mod proxy;
-mod ratelimit;
-pub mod rejection;
-mod reload;
-mod route;
-mod runtime;
-mod server;
-mod smuggling;
 mod table;
-mod tls;
 mod upstream;
-mod upstream_log;
 
+pub use self::http::{body, rejection};
+pub use proxy::explain;
+pub use table::{fallback, fault, keyed_breaker, metrics};
+
+pub use control::reload::ReloadReport;
+pub use data::server::{Drained, Running};
+pub use proxy::runtime::Threading;
 pub use proxy::{Proxy, ProxyBuilder};
-pub use reload::ReloadReport;
-pub use runtime::Threading;
-pub use server::{Drained, Running};

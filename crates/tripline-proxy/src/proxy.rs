@@ -10,12 +10,15 @@ use tripline::budget::RetryBudget;
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
-use crate::access_log::AccessLog;
 use crate::config::{ConfigError, ProxyConfig};
-use crate::config_source::ConfigSource;
-use crate::fault::{Dice, Faults};
-use crate::metrics::ProxyMetrics;
+use crate::control::config_source::ConfigSource;
+use crate::data::access_log::AccessLog;
+use crate::table::fault::{Dice, Faults};
+use crate::table::metrics::ProxyMetrics;
 use crate::table::{Table, build_clusters, build_routes};
+
+pub mod explain;
+pub(crate) mod runtime;
 
 /// A proxy built from a [`ProxyConfig`]: cheap to clone, clones share
 /// every breaker, budget and pooled connection.
@@ -44,14 +47,14 @@ pub(crate) struct Inner {
     /// One line per request, written off the request path.
     pub(crate) access_log: AccessLog,
     /// The admin API's token, event hub and audit log.
-    pub(crate) admin: crate::admin::AdminState,
+    pub(crate) admin: crate::control::admin::AdminState,
     /// The applier of pushed breaker parameters (`[config_source]`).
-    pub(crate) config_source: Option<crate::config_source::ConfigSource>,
+    pub(crate) config_source: Option<crate::control::config_source::ConfigSource>,
     /// What the DNS refreshers follow: reloads update it (their clusters
     /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
-    pub(crate) dns: crate::dns::Dns,
+    pub(crate) dns: crate::control::dns::Dns,
     /// Rate-limits the log lines of failed upstream connections.
-    pub(crate) connect_log: crate::upstream_log::ConnectFailureLog,
+    pub(crate) connect_log: crate::upstream::connect_log::ConnectFailureLog,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -97,7 +100,9 @@ impl ProxyBuilder {
             .iter()
             .enumerate()
             .map(|(i, l)| match &l.tls {
-                Some(tls) => crate::tls::acceptor(&format!("listeners[{i}]"), tls).map(Some),
+                Some(tls) => {
+                    crate::upstream::tls::acceptor(&format!("listeners[{i}]"), tls).map(Some)
+                }
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -106,7 +111,7 @@ impl ProxyBuilder {
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
         let faults = Faults::new(&config, clock.clone(), dice);
         let access_log = AccessLog::new(&config.access_log);
-        let admin = crate::admin::AdminState::build(&config)?;
+        let admin = crate::control::admin::AdminState::build(&config)?;
         let config_source = ConfigSource::build(&config, &clock);
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
@@ -124,7 +129,7 @@ impl ProxyBuilder {
             upstreams,
             counters,
         };
-        let dns = crate::dns::Dns::new(&table);
+        let dns = crate::control::dns::Dns::new(&table);
         let proxy = Proxy {
             inner: Arc::new(Inner {
                 config,
@@ -144,7 +149,7 @@ impl ProxyBuilder {
         proxy.inner.admin.follow(&proxy.inner.table.load());
         if let Some(source) = &proxy.inner.config_source {
             source.adopt(&proxy.inner.table.load(), |_| true);
-            crate::admin::follow_applier(&proxy.inner, source.applier());
+            crate::control::admin::follow_applier(&proxy.inner, source.applier());
         }
         Ok(proxy)
     }
@@ -187,7 +192,7 @@ impl Proxy {
     pub fn route_breakers(
         &self,
         name: &str,
-    ) -> Option<tripline::registry::BreakerRegistry<crate::keyed_breaker::BreakerKey>> {
+    ) -> Option<tripline::registry::BreakerRegistry<crate::table::keyed_breaker::BreakerKey>> {
         let table = self.inner.table.load();
         Some(
             table

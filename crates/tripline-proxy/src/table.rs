@@ -9,10 +9,18 @@ use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
 use crate::config::{ConfigError, ProxyConfig};
-use crate::fallback::RouteFallback;
-use crate::metrics::RouteCounters;
-use crate::route::Route;
+use crate::table::fallback::RouteFallback;
+use crate::table::metrics::RouteCounters;
+use crate::table::route::Route;
 use crate::upstream::ClusterUpstream;
+
+pub mod fallback;
+pub mod fault;
+pub(crate) mod guard;
+pub mod keyed_breaker;
+pub mod metrics;
+pub(crate) mod ratelimit;
+pub(crate) mod route;
 
 /// Routes and clusters of one config.
 pub(crate) struct Table {

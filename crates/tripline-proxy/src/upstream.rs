@@ -24,12 +24,14 @@ use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::ServerName;
 use tripline::timeout::{Deadline, TokioClock};
 
-use crate::body::{BoxError, ProxyBody};
 use crate::config::{ConfigError, ProxyConfig, ProxySection, UpstreamProtocol};
-use crate::forward::Outbound;
+use crate::data::forward::Outbound;
+use crate::http::body::{BoxError, ProxyBody};
 
+pub(crate) mod connect_log;
 pub(crate) mod h1;
 mod http1_pool;
+pub(crate) mod tls;
 
 pub(crate) use http1_pool::Http1Pool;
 
@@ -154,7 +156,7 @@ impl Upstream {
         address: &str,
         request: Request<ProxyBody>,
     ) -> Result<Response<ProxyBody>, UpstreamError> {
-        let boxed = |r: Response<Incoming>| r.map(crate::body::boxed);
+        let boxed = |r: Response<Incoming>| r.map(crate::http::body::boxed);
         match self {
             Upstream::Http1(pool) => pool.send(address, request).await,
             Upstream::H2c(client) => Ok(boxed(client.request(request).await?)),
@@ -278,7 +280,7 @@ pub(crate) fn build(
             (None, UpstreamProtocol::H2c) => Upstream::H2c(h2c.clone()),
             (Some(tls), _) => {
                 let at = format!("clusters.{name}");
-                let client_config = crate::tls::client_config(&at, tls)?;
+                let client_config = crate::upstream::tls::client_config(&at, tls)?;
                 let resolver = NameResolver {
                     fixed: match &tls.server_name {
                         Some(n) => Some(ServerName::try_from(n.clone()).map_err(|_| {

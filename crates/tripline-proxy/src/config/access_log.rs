@@ -107,7 +107,7 @@ impl AccessLogSection {
             )),
             AccessLogFormat::Json => Ok(()),
             AccessLogFormat::Text => {
-                crate::access_log::Template::parse(self.text_template()).map(|_| ())
+                crate::data::access_log::Template::parse(self.text_template()).map(|_| ())
             }
         }
     }

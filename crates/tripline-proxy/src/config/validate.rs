@@ -37,7 +37,7 @@ impl ProxyConfig {
                     format!("must be ip:port, got {:?}", admin.address),
                 )
             })?;
-            crate::admin::validate_section(admin, address)?;
+            crate::control::admin::validate_section(admin, address)?;
         }
         self.access_log.validate()?;
         let p = &self.proxy;

@@ -31,8 +31,8 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::body::{ProxyBody, empty, full};
-use crate::headers::ForwardedValues;
+use crate::http::body::{ProxyBody, empty, full};
+use crate::http::headers::ForwardedValues;
 use body::{Decoder, UpstreamBody};
 use head::Framing;
 
@@ -105,7 +105,7 @@ pub(super) enum Failed {
 
 impl Failed {
     /// The failure as the client's error, whichever side it was on.
-    pub(super) fn into_error(self) -> crate::body::BoxError {
+    pub(super) fn into_error(self) -> crate::http::body::BoxError {
         match self {
             Failed::Unsent(e) => e.into(),
             Failed::Answer(e) => e.into(),

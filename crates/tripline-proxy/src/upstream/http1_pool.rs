@@ -46,7 +46,7 @@ use tokio::net::TcpStream;
 
 use super::UpstreamError;
 use super::h1::{self, RawConn, RequestHead};
-use crate::body::{ProxyBody, Tracked};
+use crate::http::body::{ProxyBody, Tracked};
 
 /// Idle lists per thread slot: a power of two, so more proxy threads than
 /// slots share slots (correct, only less local).
@@ -315,7 +315,7 @@ impl Http1Pool {
     ) -> Response<ProxyBody> {
         if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
             conn.taken_over();
-            return response.map(crate::body::boxed);
+            return response.map(crate::http::body::boxed);
         }
         let back = Return {
             pool: self.clone(),

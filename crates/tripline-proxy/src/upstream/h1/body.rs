@@ -10,7 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::head::{Framing, parse_trailers};
 use super::{H1Error, RawConn, give_back};
-use crate::body::BoxError;
+use crate::http::body::BoxError;
 
 /// The longest chunk-size line (size and extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;

@@ -9,9 +9,9 @@ use http::{Method, Response, StatusCode, Version};
 use hyper::ext::ReasonPhrase;
 
 use super::{H1Error, RequestHead};
-use crate::headers::chain_of;
+use crate::http::headers::chain_of;
 
-use crate::h1_spans::{self, MAX_HEADERS, Span, Spans};
+use crate::http::h1_spans::{self, MAX_HEADERS, Span, Spans};
 
 /// The largest answer head read before the endpoint is judged broken.
 pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -302,7 +302,7 @@ pub(super) fn parse_trailers(buf: &mut BytesMut) -> Result<Option<HeaderMap>, H1
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::headers::ForwardedValues;
+    use crate::http::headers::ForwardedValues;
 
     fn parse(raw: &[u8], method: Method) -> Result<Option<Head>, H1Error> {
         parse_response(&mut BytesMut::from(raw), &method)
