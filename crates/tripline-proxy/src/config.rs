@@ -38,6 +38,7 @@
 //! ```
 
 mod access_log;
+pub(crate) mod access_log_template;
 mod cluster;
 mod config_source;
 mod error;
@@ -47,6 +48,7 @@ mod protect;
 mod route;
 mod tls;
 mod validate;
+mod validate_admin;
 mod validate_protect;
 
 use std::collections::BTreeMap;

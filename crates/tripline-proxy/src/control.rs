@@ -8,3 +8,46 @@ pub(crate) mod admin;
 pub(crate) mod config_source;
 pub(crate) mod dns;
 pub(crate) mod reload;
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use tripline::clock::SharedClock;
+
+use crate::config::ProxyConfig;
+use crate::table::Table;
+use crate::table::fault::Faults;
+use crate::table::metrics::ProxyMetrics;
+
+/// What the control side holds: the table handle it publishes new tables
+/// through, and the state it keeps across them.
+pub(crate) struct Control {
+    /// The config the proxy started with: its listeners, admin listener,
+    /// process-wide settings and access log (a reload does not rebind;
+    /// a change to them is reported as needing a restart).
+    pub(crate) config: ProxyConfig,
+    /// The table in force, which the data side loads per request.
+    pub(crate) table: Arc<ArcSwap<Table>>,
+    /// The clock of every breaker, budget, outlier detector and fault TTL.
+    pub(crate) clock: SharedClock,
+    /// Reloads one at a time.
+    pub(crate) reloading: Mutex<()>,
+    /// The exporter (served at `/metrics`) and the proxy's counters.
+    pub(crate) metrics: Arc<ProxyMetrics>,
+    /// Faults injected for drills: configured, and added at run time.
+    pub(crate) faults: Arc<Faults>,
+    /// The admin API's token, event hub and audit log.
+    pub(crate) admin: admin::AdminState,
+    /// The applier of pushed breaker parameters (`[config_source]`).
+    pub(crate) config_source: Option<config_source::ConfigSource>,
+    /// What the DNS refreshers follow: reloads update it (their clusters
+    /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
+    pub(crate) dns: dns::Dns,
+}
+
+impl Control {
+    /// The config in force (the last one loaded: reloads replace it).
+    pub(crate) fn config_in_force(&self) -> Arc<ProxyConfig> {
+        self.table.load().config.clone()
+    }
+}

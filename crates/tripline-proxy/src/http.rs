@@ -4,8 +4,10 @@
 //! spans and socket wrappers the server and the upstream client share.
 
 pub mod body;
+pub(crate) mod drain;
 pub(crate) mod grpc;
 pub(crate) mod h1_spans;
 pub(crate) mod headers;
 pub(crate) mod io_wrap;
+pub(crate) mod method;
 pub mod rejection;

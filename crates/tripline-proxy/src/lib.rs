@@ -107,6 +107,6 @@ pub use proxy::explain;
 pub use table::{fallback, fault, keyed_breaker, metrics};
 
 pub use control::reload::ReloadReport;
-pub use data::server::{Drained, Running};
 pub use proxy::runtime::Threading;
+pub use proxy::start::{Drained, Running};
 pub use proxy::{Proxy, ProxyBuilder};

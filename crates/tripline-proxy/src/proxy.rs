@@ -11,7 +11,12 @@ use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
 
 use crate::config::{ConfigError, ProxyConfig};
+use crate::control::Control;
+use crate::control::admin::{AdminState, follow_applier};
 use crate::control::config_source::ConfigSource;
+use crate::control::dns::Dns;
+use crate::control::reload::ReloadReport;
+use crate::data::Ctx;
 use crate::data::access_log::AccessLog;
 use crate::table::fault::{Dice, Faults};
 use crate::table::metrics::ProxyMetrics;
@@ -19,6 +24,7 @@ use crate::table::{Table, build_clusters, build_routes};
 
 pub mod explain;
 pub(crate) mod runtime;
+pub(crate) mod start;
 
 /// A proxy built from a [`ProxyConfig`]: cheap to clone, clones share
 /// every breaker, budget and pooled connection.
@@ -27,34 +33,18 @@ pub struct Proxy {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// The two sides, and what only starting the listeners needs.
 pub(crate) struct Inner {
     /// The config the proxy started with: its listeners, admin listener,
     /// process-wide settings and access log (a reload does not rebind).
     pub(crate) config: ProxyConfig,
-    /// Routes, clusters and their clients, replaced whole by a reload.
-    pub(crate) table: ArcSwap<Table>,
-    /// The clock of every breaker, budget, outlier detector and fault TTL.
-    pub(crate) clock: SharedClock,
-    /// Reloads one at a time.
-    pub(crate) reloading: Mutex<()>,
     /// Each listener's TLS acceptor, in listener order (`None`: cleartext);
     /// listeners are bound at start, so a reload does not change them.
     pub(crate) acceptors: Vec<Option<tokio_rustls::TlsAcceptor>>,
-    /// Everything above, exported; and the proxy's own counters.
-    pub(crate) metrics: ProxyMetrics,
-    /// Faults injected for drills (configured, and switched on at run time).
-    pub(crate) faults: Faults,
-    /// One line per request, written off the request path.
-    pub(crate) access_log: AccessLog,
-    /// The admin API's token, event hub and audit log.
-    pub(crate) admin: crate::control::admin::AdminState,
-    /// The applier of pushed breaker parameters (`[config_source]`).
-    pub(crate) config_source: Option<crate::control::config_source::ConfigSource>,
-    /// What the DNS refreshers follow: reloads update it (their clusters
-    /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
-    pub(crate) dns: crate::control::dns::Dns,
-    /// Rate-limits the log lines of failed upstream connections.
-    pub(crate) connect_log: crate::upstream::connect_log::ConnectFailureLog,
+    /// The request path's context.
+    pub(crate) data: Arc<Ctx>,
+    /// Admin, reloads, pushed parameters, DNS: they publish new tables.
+    pub(crate) control: Arc<Control>,
 }
 
 /// Builds a [`Proxy`], optionally on another clock.
@@ -106,13 +96,14 @@ impl ProxyBuilder {
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let clusters = build_clusters(&config, &clock, |_| None)?;
-        let routes = build_routes(&config, &clusters, &upstreams, &clock)?;
-        let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
-        let faults = Faults::new(&config, clock.clone(), dice);
-        let access_log = AccessLog::new(&config.access_log);
-        let admin = crate::control::admin::AdminState::build(&config)?;
         let config_source = ConfigSource::build(&config, &clock);
+        let applier = config_source.as_ref().map(|s| s.applier());
+        let clusters = build_clusters(&config, &clock, |_| None)?;
+        let routes = build_routes(&config, &clusters, &upstreams, &clock, applier)?;
+        let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
+        let faults = Arc::new(Faults::new(&config, clock.clone(), dice));
+        let access_log = AccessLog::new(&config.access_log);
+        let admin = AdminState::build(&config)?;
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
             access_log.register(registry, prefix);
@@ -121,6 +112,7 @@ impl ProxyBuilder {
                 source.register(registry);
             }
         })?;
+        let metrics = Arc::new(metrics);
         let counters = metrics.route_counters(&routes);
         let table = Table {
             config: Arc::new(config.clone()),
@@ -129,29 +121,40 @@ impl ProxyBuilder {
             upstreams,
             counters,
         };
-        let dns = crate::control::dns::Dns::new(&table);
-        let proxy = Proxy {
+        let dns = Dns::new(&table);
+        let table = Arc::new(ArcSwap::from_pointee(table));
+        let data = Arc::new(Ctx {
+            table: table.clone(),
+            settings: config.proxy.clone(),
+            metrics: metrics.clone(),
+            faults: faults.clone(),
+            access_log,
+            connect_log: Default::default(),
+        });
+        let control = Arc::new(Control {
+            config: config.clone(),
+            table,
+            clock,
+            reloading: Mutex::new(()),
+            metrics,
+            faults,
+            admin,
+            config_source,
+            dns,
+        });
+        control.admin.follow(&control.table.load());
+        if let Some(source) = &control.config_source {
+            source.adopt(&control.table.load(), |_| true);
+            follow_applier(&control, source.applier());
+        }
+        Ok(Proxy {
             inner: Arc::new(Inner {
                 config,
-                table: ArcSwap::from_pointee(table),
-                clock,
-                reloading: Mutex::new(()),
                 acceptors,
-                metrics,
-                faults,
-                access_log,
-                admin,
-                config_source,
-                dns,
-                connect_log: Default::default(),
+                data,
+                control,
             }),
-        };
-        proxy.inner.admin.follow(&proxy.inner.table.load());
-        if let Some(source) = &proxy.inner.config_source {
-            source.adopt(&proxy.inner.table.load(), |_| true);
-            crate::control::admin::follow_applier(&proxy.inner, source.applier());
-        }
-        Ok(proxy)
+        })
     }
 }
 
@@ -172,18 +175,26 @@ impl Proxy {
 
     /// The config the proxy runs (the last one loaded: reloads replace it).
     pub fn config(&self) -> Arc<ProxyConfig> {
-        self.inner.table.load().config.clone()
+        self.inner.control.config_in_force()
+    }
+
+    /// Replaces the routes and clusters with those of `config`, keeping
+    /// breaker state where identity did not change (see the reload
+    /// module's docs for what is kept). An invalid config changes nothing
+    /// and is returned as the error, naming the field.
+    pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+        self.inner.control.reload(config)
     }
 
     /// The cluster named `name`: its endpoints, their breakers and
     /// outlier state (for an admin view, and for tests).
     pub fn cluster(&self, name: &str) -> Option<Cluster> {
-        self.inner.table.load().clusters.get(name).cloned()
+        self.inner.control.table.load().clusters.get(name).cloned()
     }
 
     /// The breaker of the route named `name`, if it has one.
     pub fn route_breaker(&self, name: &str) -> Option<CircuitBreaker> {
-        self.inner.table.load().route(name)?.breaker.clone()
+        self.inner.control.table.load().route(name)?.breaker.clone()
     }
 
     /// The keyed breakers of the route named `name`, if it has a
@@ -193,7 +204,7 @@ impl Proxy {
         &self,
         name: &str,
     ) -> Option<tripline::registry::BreakerRegistry<crate::table::keyed_breaker::BreakerKey>> {
-        let table = self.inner.table.load();
+        let table = self.inner.control.table.load();
         Some(
             table
                 .route(name)?
@@ -207,20 +218,20 @@ impl Proxy {
 
     /// The retry budget of the route named `name`.
     pub fn route_budget(&self, name: &str) -> Option<RetryBudget> {
-        Some(self.inner.table.load().route(name)?.budget.clone())
+        Some(self.inner.control.table.load().route(name)?.budget.clone())
     }
 
     /// The exporter holding every route breaker, cluster and retry budget
     /// of this proxy (what the admin listener serves): to render or push
     /// the metrics without the admin listener, or to register more into.
     pub fn exporter(&self) -> &tripline_prometheus::Exporter {
-        self.inner.metrics.exporter()
+        self.inner.control.metrics.exporter()
     }
 }
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let table = self.inner.table.load();
+        let table = self.inner.control.table.load();
         f.debug_struct("Proxy")
             .field(
                 "routes",

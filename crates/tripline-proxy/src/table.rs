@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
+use tripline_config::Applier;
 
 use crate::config::{ConfigError, ProxyConfig};
-use crate::table::fallback::RouteFallback;
+use crate::table::fallback::{Kind, RouteFallback};
 use crate::table::metrics::RouteCounters;
 use crate::table::route::Route;
 use crate::upstream::ClusterUpstream;
@@ -21,6 +22,7 @@ pub mod keyed_breaker;
 pub mod metrics;
 pub(crate) mod ratelimit;
 pub(crate) mod route;
+pub(crate) mod shadow;
 
 /// Routes and clusters of one config.
 pub(crate) struct Table {
@@ -67,12 +69,14 @@ pub(crate) fn build_clusters(
 }
 
 /// Builds every route of `config` over `clusters` and their clients, with
-/// fresh policies.
+/// fresh policies; `shadow` is the config source's applier, the hook the
+/// routes feed shadow twins through (`None` without a config source).
 pub(crate) fn build_routes(
     config: &ProxyConfig,
     clusters: &BTreeMap<String, Cluster>,
     upstreams: &BTreeMap<String, ClusterUpstream>,
     clock: &SharedClock,
+    shadow: Option<&Applier>,
 ) -> Result<Vec<Route>, ConfigError> {
     let mut routes = Vec::with_capacity(config.routes.len());
     for (i, section) in config.routes.iter().enumerate() {
@@ -87,6 +91,12 @@ pub(crate) fn build_routes(
             .ok_or_else(|| ConfigError::invalid(format!("{at}.cluster"), "names no cluster"))?;
         let mut route = Route::build(&at, section, cluster, upstream, clock)?;
         route.guard.fallback = RouteFallback::build(&at, section, clusters, upstreams, clock)?;
+        route.shadow = shadow.cloned();
+        if let Some(fallback) = &mut route.guard.fallback
+            && let Kind::Cluster(secondary) = &mut fallback.kind
+        {
+            secondary.shadow = shadow.cloned();
+        }
         routes.push(route);
     }
     Ok(routes)

@@ -25,15 +25,16 @@ use rustls_pki_types::ServerName;
 use tripline::timeout::{Deadline, TokioClock};
 
 use crate::config::{ConfigError, ProxyConfig, ProxySection, UpstreamProtocol};
-use crate::data::forward::Outbound;
 use crate::http::body::{BoxError, ProxyBody};
 
 pub(crate) mod connect_log;
 pub(crate) mod h1;
 mod http1_pool;
+mod outbound;
 pub(crate) mod tls;
 
 pub(crate) use http1_pool::Http1Pool;
+pub(crate) use outbound::Outbound;
 
 /// How one cluster's requests are sent: cheap to clone, clones share the pool.
 #[derive(Clone)]

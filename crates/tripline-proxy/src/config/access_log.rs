@@ -107,7 +107,7 @@ impl AccessLogSection {
             )),
             AccessLogFormat::Json => Ok(()),
             AccessLogFormat::Text => {
-                crate::data::access_log::Template::parse(self.text_template()).map(|_| ())
+                super::access_log_template::Template::parse(self.text_template()).map(|_| ())
             }
         }
     }

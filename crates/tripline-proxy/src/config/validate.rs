@@ -37,7 +37,7 @@ impl ProxyConfig {
                     format!("must be ip:port, got {:?}", admin.address),
                 )
             })?;
-            crate::control::admin::validate_section(admin, address)?;
+            super::validate_admin::validate_section(admin, address)?;
         }
         self.access_log.validate()?;
         let p = &self.proxy;

@@ -5,7 +5,7 @@ use tripline::registry::RegistryConfig;
 
 use super::protect::FALLBACK_CAUSES;
 use super::{ConfigError, ProxyConfig, RouteSection};
-use crate::table::route::is_idempotent;
+use crate::http::method::is_idempotent;
 
 impl ProxyConfig {
     pub(super) fn validate_protections(

@@ -41,7 +41,6 @@ mod openapi_sync;
 mod outliers;
 mod respond;
 
-pub(crate) use auth::validate_section;
 pub(crate) use config_api::after_reload;
 
 use std::convert::Infallible;
@@ -59,14 +58,14 @@ use self::auth::AdminToken;
 use self::hub::Hub;
 use self::respond::{AdminBody, error, from_metrics, json};
 use crate::config::{ConfigError, ProxyConfig};
-use crate::data::server::{accept_until_drain, serve_until_cut};
-use crate::proxy::{Inner, Proxy};
+use crate::control::Control;
+use crate::http::drain::{accept_until_drain, serve_until_cut};
 use crate::table::Table;
 
 /// Accepts admin connections until the drain starts.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
-    inner: Arc<Inner>,
+    inner: Arc<Control>,
     header_read_timeout: Duration,
     stop: watch::Receiver<u8>,
     alive: mpsc::Sender<()>,
@@ -86,7 +85,7 @@ pub(crate) async fn accept_loop(
 /// Serves one admin connection (HTTP/1.1), closing it on drain.
 async fn serve(
     stream: TcpStream,
-    inner: Arc<Inner>,
+    inner: Arc<Control>,
     header_read_timeout: Duration,
     mut stop: watch::Receiver<u8>,
     _alive: mpsc::Sender<()>,
@@ -170,7 +169,7 @@ impl AdminState {
 
 /// Puts every record of the `[config_source]` applier into the audit log
 /// and the event feed (`event: config`), as it is made.
-pub(crate) fn follow_applier(inner: &Arc<Inner>, applier: &tripline_config::Applier) {
+pub(crate) fn follow_applier(inner: &Arc<Control>, applier: &tripline_config::Applier) {
     let weak = Arc::downgrade(inner);
     applier.subscribe(move |record| {
         if let Some(inner) = weak.upgrade() {
@@ -182,7 +181,7 @@ pub(crate) fn follow_applier(inner: &Arc<Inner>, applier: &tripline_config::Appl
 
 /// Routes one admin request.
 async fn answer<B>(
-    inner: Arc<Inner>,
+    inner: Arc<Control>,
     req: Request<B>,
     streams: watch::Receiver<u8>,
 ) -> Response<AdminBody>
@@ -206,9 +205,7 @@ where
     };
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let proxy = Proxy {
-        inner: inner.clone(),
-    };
+    let proxy = &*inner;
     let get_only = |value: fn(&Table, &AdminState) -> serde_json::Value| {
         if method == Method::GET {
             json(StatusCode::OK, &value(&inner.table.load(), admin))
@@ -230,10 +227,10 @@ where
         "/api/outliers" => get_only(|t, a| outliers::list(t, &a.hub)),
         "/api/audit" => get_only(|_, a| a.audit.to_json()),
         "/api/config" => match method {
-            Method::GET => config_api::get(&proxy),
+            Method::GET => config_api::get(proxy),
             Method::PUT => {
                 let format = config_api::format_of(req.headers());
-                config_api::put(&proxy, req.into_body(), format, who).await
+                config_api::put(proxy, req.into_body(), format, who).await
             }
             _ => not_allowed("GET, PUT"),
         },

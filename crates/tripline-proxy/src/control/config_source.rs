@@ -57,20 +57,16 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use http::request::Parts;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinSet;
+use tripline::CircuitBreakerConfig;
 use tripline::clock::SharedClock;
-use tripline::cluster::EndpointId;
-use tripline::{CircuitBreakerConfig, Outcome};
 use tripline_config::{Applier, ConfigMetrics, EtcdOptions, EtcdSource, FileSource};
 
 use crate::config::{ConfigSourceKind, ConfigSourceSection, ProxyConfig};
-use crate::proxy::Inner;
+use crate::control::Control;
 use crate::table::Table;
-use crate::table::route::Route;
 
 /// The applier of a proxy with a `[config_source]`, and what it manages.
 pub(crate) struct ConfigSource {
@@ -157,90 +153,12 @@ impl ConfigSource {
         }
         *adopted = names;
     }
-
-    /// What a request on `route` hands its route breaker's outcome to,
-    /// while a shadow runs; `None` (one atomic load) otherwise. A keyed
-    /// route's outcome goes to the twin of the request's key.
-    pub(crate) fn shadow_feed(&self, route: &Route, parts: &Parts) -> Option<ShadowFeed> {
-        if !self.applier.is_shadowing() {
-            return None;
-        }
-        if let Some(keyed) = &route.guard.keyed_breaker {
-            return Some(ShadowFeed {
-                applier: self.applier.clone(),
-                breaker: keyed.registry.family().into(),
-                member: Some(keyed.member_key(parts)),
-            });
-        }
-        let breaker = route.breaker.as_ref()?;
-        Some(ShadowFeed {
-            applier: self.applier.clone(),
-            breaker: breaker.name().into(),
-            member: None,
-        })
-    }
-
-    /// What a try on `endpoint` of `route`'s cluster hands its endpoint
-    /// breaker's outcome to, while a shadow runs: the twin of that
-    /// endpoint within the cluster's family.
-    pub(crate) fn endpoint_shadow_feed(
-        &self,
-        route: &Route,
-        endpoint: &EndpointId,
-    ) -> Option<ShadowFeed> {
-        if !self.applier.is_shadowing() {
-            return None;
-        }
-        Some(ShadowFeed {
-            applier: self.applier.clone(),
-            breaker: route.cluster.breakers().family().into(),
-            member: Some(endpoint.to_string()),
-        })
-    }
-}
-
-/// A breaker's outcomes, on their way to its shadow twin.
-pub(crate) struct ShadowFeed {
-    applier: Applier,
-    /// The breaker's name, or for a family member the family's.
-    breaker: Arc<str>,
-    /// The member's key within the family `breaker`, if it is one.
-    member: Option<String>,
-}
-
-impl ShadowFeed {
-    /// Judges `outcome` by the rollout's rules too.
-    pub(crate) fn observe(&self, outcome: Outcome, elapsed: Duration) {
-        match &self.member {
-            Some(key) => self
-                .applier
-                .observe_member(&self.breaker, key, outcome, elapsed),
-            None => self.applier.observe(&self.breaker, outcome, elapsed),
-        }
-    }
-}
-
-/// The shadow feed for a request on `route` of `proxy`, if a shadow runs.
-pub(crate) fn shadow_feed(proxy: &Inner, route: &Route, parts: &Parts) -> Option<ShadowFeed> {
-    proxy.config_source.as_ref()?.shadow_feed(route, parts)
-}
-
-/// The shadow feed for a try on `endpoint`, if a shadow runs.
-pub(crate) fn endpoint_shadow_feed(
-    proxy: &Inner,
-    route: &Route,
-    endpoint: &EndpointId,
-) -> Option<ShadowFeed> {
-    proxy
-        .config_source
-        .as_ref()?
-        .endpoint_shadow_feed(route, endpoint)
 }
 
 /// Starts the source (file watch or etcd watch and status reports) and
 /// the rollout ticks, as tasks of `tasks`: they stop when the proxy
 /// drains. A file whose directory cannot be watched fails the start.
-pub(crate) fn spawn(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) -> std::io::Result<()> {
+pub(crate) fn spawn(inner: &Arc<Control>, tasks: &mut JoinSet<()>) -> std::io::Result<()> {
     let Some(source) = &inner.config_source else {
         return Ok(());
     };

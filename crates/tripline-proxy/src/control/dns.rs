@@ -49,7 +49,7 @@ use tripline::PolicyConfigError;
 use tripline::cluster::{Cluster, EndpointConfig};
 
 use crate::config::{ConfigError, ProxyConfig};
-use crate::proxy::Inner;
+use crate::control::Control;
 use crate::table::Table;
 use crate::upstream::{ClusterUpstream, ResolvedNames};
 
@@ -172,7 +172,7 @@ impl Dns {
 ///
 /// It runs one refresher for each cluster with `dns_refresh` in the table
 /// in force, and follows reloads: see the module docs.
-pub(crate) fn spawn_refreshers(inner: &Arc<Inner>, tasks: &mut JoinSet<()>) {
+pub(crate) fn spawn_refreshers(inner: &Arc<Control>, tasks: &mut JoinSet<()>) {
     tasks.spawn(supervise(inner.dns.follows.subscribe()));
 }
 

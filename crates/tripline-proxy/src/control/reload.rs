@@ -56,9 +56,8 @@ use std::sync::{Arc, PoisonError};
 
 use tripline_prometheus::{Detail, SourceKind};
 
-use crate::Running;
 use crate::config::{ClusterSection, ConfigError, ProxyConfig};
-use crate::proxy::Proxy;
+use crate::control::Control;
 use crate::table::keyed_breaker::KeyedBreaker;
 use crate::table::{Table, build_clusters, build_routes};
 
@@ -93,20 +92,12 @@ pub struct ReloadReport {
     pub restart_required: Vec<String>,
 }
 
-impl Running {
-    /// Replaces the routes and clusters with those of `config`, keeping
-    /// breaker state where identity did not change; see
-    /// [`Proxy::reload`].
-    pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
-        self.proxy.reload(config)
-    }
-}
-
-impl Proxy {
+impl Control {
     /// Replaces the routes and clusters with those of `config` (see the
-    /// module docs for what is kept). An invalid config changes nothing
-    /// and is returned as the error, naming the field.
-    pub fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
+    /// module docs for what is kept), and publishes the new table. An
+    /// invalid config changes nothing and is returned as the error,
+    /// naming the field.
+    pub(crate) fn reload(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
         self.reload_by(config, "reload", "local")
     }
 
@@ -117,7 +108,7 @@ impl Proxy {
         source: &str,
         who: &str,
     ) -> Result<ReloadReport, ConfigError> {
-        let old = self.config();
+        let old = self.config_in_force();
         let new = config.clone();
         let result = self.swap(config);
         // Audits the attempt and logs it: one line, saying what changed.
@@ -127,7 +118,7 @@ impl Proxy {
 
     fn swap(&self, config: ProxyConfig) -> Result<ReloadReport, ConfigError> {
         config.validate()?;
-        let inner = &self.inner;
+        let inner = self;
         let _one_at_a_time = inner
             .reloading
             .lock()
@@ -163,7 +154,8 @@ impl Proxy {
                 None => report.clusters_built.push(name.clone()),
             }
         }
-        let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock)?;
+        let applier = inner.config_source.as_ref().map(|s| s.applier());
+        let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock, applier)?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {
             let before = old.routes.iter().zip(&old.config.routes);
@@ -260,7 +252,7 @@ impl Proxy {
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
         report: &ReloadReport,
     ) {
-        let exporter = self.inner.metrics.exporter();
+        let exporter = self.metrics.exporter();
         let kept_breaker = |name: &str| report.breakers_kept.iter().any(|k| k == name);
         let kept_budget = |route: &str| report.budgets_kept.iter().any(|k| k == route);
         let kept_cluster = |name: &str| report.clusters_kept.iter().any(|k| k == name);

@@ -64,10 +64,10 @@ use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
 use tripline::cluster::EndpointId;
 
+pub(crate) use crate::config::access_log_template::Template;
 use crate::config::{AccessLogFormat, AccessLogMode, AccessLogSection};
 use crate::http::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
 use crate::table::fault::Dice;
-pub(crate) use template::Template;
 pub(crate) use writer::Writer;
 use writer::write_lines;
 
@@ -322,7 +322,7 @@ impl Format {
     fn render(&self, record: &Record, out: &mut Vec<u8>) -> std::io::Result<()> {
         match self {
             Format::Json => json::render(record, out).map_err(std::io::Error::from),
-            Format::Text(template) => template.render(record, out),
+            Format::Text(template) => template::render(template, record, out),
         }
     }
 }

@@ -6,11 +6,11 @@
 //! replace a refusal or failure.
 
 mod attempt;
+mod fallback;
 mod hedge;
 mod no_healthy;
 
 use std::net::SocketAddr;
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,12 +19,13 @@ use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, SharedTimer, TokioClock, TokioTimer};
 use tripline::{Outcome, OwnedPermit};
 
+use crate::data::Ctx;
 use crate::data::access_log::{Pending, Trail};
-use crate::http::body::{ClientUpload, ProxyBody, RequestBody, read_for_replay, watch};
+use crate::http::body::{ProxyBody, RequestBody, read_for_replay, watch};
 use crate::http::headers::{ForwardedValues, has_hop_by_hop, strip_hop_by_hop};
 use crate::http::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
-use crate::proxy::Inner;
 use crate::table::route::Route;
+use crate::upstream::Outbound;
 use attempt::Tried;
 
 /// The endpoints a request has tried, in order: inline for the first two
@@ -55,37 +56,9 @@ impl Downstream {
     }
 }
 
-/// A request's head as it goes upstream: the client's, hop-by-hop headers
-/// removed, and this hop's `x-forwarded-for` and `forwarded` elements,
-/// which each try writes into its own request. Kept apart, they cost a
-/// cleartext HTTP/1.1 try nothing but the bytes: the client's header map
-/// is never grown (a reallocation and a rehash per request) to hold them.
-pub(crate) struct Outbound {
-    pub(crate) parts: http::request::Parts,
-    pub(crate) forwarded: ForwardedValues,
-    /// How the client's body is arriving (`None` for a request without
-    /// one): a try that fails because the body broke, or times out while
-    /// it waits for more of the body, is the client's fault, not the
-    /// endpoint's.
-    pub(crate) client_body: Option<ClientUpload>,
-    /// The client asks to switch protocols, and the route allows it: the
-    /// request carries `Upgrade` and `Connection: upgrade` upstream, goes
-    /// on an HTTP/1.1 connection the endpoint may take over with `101`,
-    /// and is never hedged.
-    pub(crate) upgrade: bool,
-}
-
-impl Deref for Outbound {
-    type Target = http::request::Parts;
-
-    fn deref(&self) -> &http::request::Parts {
-        &self.parts
-    }
-}
-
 /// Answers one request, and counts the answer.
 pub(crate) async fn handle(
-    proxy: &Inner,
+    proxy: &Ctx,
     req: Request<ProxyBody>,
     downstream: Downstream,
 ) -> Response<ProxyBody> {
@@ -103,7 +76,7 @@ pub(crate) async fn handle(
 /// names its host once (the proxy's own HTTP/1.1 loop counts the `Host`
 /// lines as it builds the header map, sparing a hashed lookup here).
 pub(crate) async fn handle_with_one_host(
-    proxy: &Inner,
+    proxy: &Ctx,
     req: Request<ProxyBody>,
     downstream: Downstream,
 ) -> Response<ProxyBody> {
@@ -123,7 +96,7 @@ pub(crate) async fn handle_with_one_host(
         line.route = Some((&route.name, cluster.unwrap_or("")));
     }
     let mut response = forward(proxy, route, parts, body, downstream, &mut line.trail).await;
-    if proxy.config.proxy.envoy_compat {
+    if proxy.settings.envoy_compat {
         mark_overloaded(&mut response);
     }
     proxy.metrics.observe(table.counters.get(index), &response);
@@ -132,7 +105,7 @@ pub(crate) async fn handle_with_one_host(
 }
 
 /// The refusal of a request no route took (or none may take), counted.
-fn refuse_unrouted(proxy: &Inner, line: Pending<'_>, reason: Reason) -> Response<ProxyBody> {
+fn refuse_unrouted(proxy: &Ctx, line: Pending<'_>, reason: Reason) -> Response<ProxyBody> {
     let response = Rejection::new(reason, None).response();
     proxy.metrics.observe(None, &response);
     line.answered(&response);
@@ -157,7 +130,7 @@ fn has_one_host(headers: &http::HeaderMap, version: http::Version) -> bool {
 /// Sends one request along `route`, then lets the route's fallback
 /// replace a refusal or failure.
 async fn forward(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     mut parts: http::request::Parts,
     body: ProxyBody,
@@ -196,7 +169,7 @@ async fn forward(
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
-    crate::table::fallback::apply(
+    fallback::apply(
         proxy,
         route,
         &parts,
@@ -211,7 +184,7 @@ async fn forward(
 /// The route's answer itself: rate limit, bulkhead, deadline, breaker,
 /// then the retry loop.
 async fn protected(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
@@ -287,9 +260,7 @@ async fn protected(
         };
     }
     let finish = Finish {
-        shadow: route_permit
-            .as_ref()
-            .and_then(|_| crate::control::config_source::shadow_feed(proxy, route, parts)),
+        shadow: route_permit.as_ref().and_then(|_| route.shadow_feed(parts)),
         route_permit,
         bulkhead,
         start,
@@ -354,7 +325,7 @@ struct Finish {
     route_permit: Option<OwnedPermit>,
     /// A rollout's shadow twin of the route breaker (or of the request's
     /// key's breaker), while one runs.
-    shadow: Option<crate::control::config_source::ShadowFeed>,
+    shadow: Option<crate::table::shadow::ShadowFeed>,
     bulkhead: Option<tripline::bulkhead::OwnedBulkheadPermit>,
     start: tokio::time::Instant,
 }
@@ -397,7 +368,7 @@ impl Finish {
 /// One try of `parts` on `route`'s cluster, as the client's answer (for
 /// a fallback's secondary cluster: no retries, no route breaker).
 pub(crate) async fn answer_from(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,

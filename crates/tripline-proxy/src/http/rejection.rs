@@ -42,7 +42,7 @@
 //!
 //! A route with a `fallback` answers some of these causes with a degraded
 //! answer instead, carrying `x-tripline-degraded: <cause>` (see
-//! [`DEGRADED_HEADER`](crate::table::fallback::DEGRADED_HEADER)).
+//! [`DEGRADED_HEADER`]).
 
 mod envoy;
 pub(crate) mod log;
@@ -50,12 +50,18 @@ mod response;
 
 use std::fmt;
 
+use http::HeaderName;
+
 pub use envoy::ENVOY_OVERLOADED_HEADER;
 pub(crate) use envoy::mark_overloaded;
 pub use response::{
     BREAKER_HEADER, CLUSTER_HEADER, FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER,
     ROUTE_HEADER, Rejection,
 };
+
+/// Names the cause a fallback answer replaces: a degraded answer, told
+/// apart from a real one by clients and dashboards.
+pub const DEGRADED_HEADER: HeaderName = HeaderName::from_static("x-tripline-degraded");
 
 /// Why the proxy answered a request itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -108,7 +108,7 @@ impl Proxy {
     /// breakers and keyed families in route order, then each cluster's
     /// endpoint breakers.
     pub fn breakers_built(&self) -> Vec<BuiltBreakers> {
-        let table = self.inner.table.load();
+        let table = self.inner.control.table.load();
         let mut built = Vec::new();
         for route in &table.routes {
             let owner = format!("route {}", route.name);

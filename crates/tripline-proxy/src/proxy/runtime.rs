@@ -22,8 +22,8 @@ use tripline::clock::EventLoopClock;
 
 mod address_lock;
 
-use crate::data::server::Drained;
 use crate::proxy::Proxy;
+use crate::proxy::start::Drained;
 
 /// How the proxy spreads its work over threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,14 +151,14 @@ impl Proxy {
         threading: Threading,
         started: impl FnOnce(&[SocketAddr], Option<SocketAddr>),
     ) -> io::Result<Drained> {
-        self.run_until(threading, started, crate::data::server::shutdown_signal())
+        self.run_until(threading, started, crate::http::drain::shutdown_signal())
     }
 
     /// On an [`EventLoopClock`], makes the runtime's threads refresh it
     /// each time they wake, and say when they wait (so that the refreshing
     /// task lets an idle runtime sleep).
     fn refresh_clock_from(&self, builder: &mut tokio::runtime::Builder) {
-        if self.inner.clock.is_event_loop() {
+        if self.inner.control.clock.is_event_loop() {
             EventLoopClock::hook_runtime(builder);
         }
     }
@@ -167,7 +167,7 @@ impl Proxy {
     /// current runtime while it is too busy to wait for events. (A thread
     /// reads the real clock until its loop first refreshes the tick.)
     fn spawn_clock_refresh(&self) {
-        if self.inner.clock.is_event_loop() {
+        if self.inner.control.clock.is_event_loop() {
             tokio::spawn(EventLoopClock::refresh_every_tick());
         }
     }

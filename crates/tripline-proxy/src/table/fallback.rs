@@ -25,36 +25,27 @@
 //! answer stands. The secondary's endpoints' breakers and outlier
 //! detection are its own.
 
-use std::time::Duration;
-
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Response, StatusCode, header};
-use http_body::Body as _;
-use http_body_util::BodyExt;
+use http::{HeaderValue, Response, StatusCode};
 use tripline::clock::SharedClock;
 use tripline::cluster::Cluster;
-use tripline::timeout::Deadline;
 
 use crate::config::{ConfigError, FALLBACK_CAUSES, RouteSection, UPSTREAM_FAILURE};
-use crate::http::body::{ProxyBody, RequestBody, full};
-use crate::http::rejection::{FLAG_HEADER, REJECTED_HEADER, RETRY_REFUSED_HEADER, Reason};
-use crate::table::route::{Route, is_idempotent};
+use crate::http::body::ProxyBody;
+use crate::http::rejection::{FLAG_HEADER, REJECTED_HEADER, Reason};
+use crate::table::route::Route;
 
-/// Names the cause a fallback answer replaces.
-pub const DEGRADED_HEADER: HeaderName = HeaderName::from_static("x-tripline-degraded");
-
-/// How long a replaced upstream answer may take to be read to its end
-/// (so it settles the breakers) before it is dropped, neutrally.
-const DRAIN_LIMIT: Duration = Duration::from_secs(30);
+pub use crate::http::rejection::DEGRADED_HEADER;
 
 /// A route's fallback, built.
 pub(crate) struct RouteFallback {
     /// Indexed like [`FALLBACK_CAUSES`]: whether the cause is replaced.
     on: [bool; FALLBACK_CAUSES.len()],
-    kind: Kind,
+    pub(crate) kind: Kind,
 }
 
-enum Kind {
+/// What a fallback answers with.
+pub(crate) enum Kind {
     Fixed {
         status: StatusCode,
         body: Bytes,
@@ -66,6 +57,22 @@ enum Kind {
 }
 
 impl RouteFallback {
+    /// The cause `response` (an answer of `route`) stands for, when this
+    /// fallback replaces it.
+    pub(crate) fn replaces(
+        &self,
+        route: &Route,
+        response: &Response<ProxyBody>,
+    ) -> Option<&'static str> {
+        let cause = cause_of(route, response)?;
+        FALLBACK_CAUSES
+            .iter()
+            .position(|c| *c == cause)
+            .and_then(|i| self.on.get(i).copied())
+            .unwrap_or(false)
+            .then_some(cause)
+    }
+
     /// Whether the route should keep request bodies for this fallback
     /// (a secondary cluster may need to send them).
     pub(crate) fn keeps_body(&self) -> bool {
@@ -153,81 +160,4 @@ fn cause_of(route: &Route, response: &Response<ProxyBody>) -> Option<&'static st
         .classify(response.status().as_u16())
         .is_failure()
         .then_some(UPSTREAM_FAILURE)
-}
-
-/// Replaces `response` by the route's fallback when it stands for a cause
-/// the fallback covers.
-pub(crate) async fn apply(
-    proxy: &crate::proxy::Inner,
-    route: &Route,
-    parts: &crate::data::forward::Outbound,
-    body: &mut RequestBody,
-    deadline: Option<Deadline>,
-    response: Response<ProxyBody>,
-    trail: Option<&mut crate::data::access_log::Trail>,
-) -> Response<ProxyBody> {
-    let Some(fallback) = &route.guard.fallback else {
-        return response;
-    };
-    let Some(cause) = cause_of(route, &response) else {
-        return response;
-    };
-    let covered = FALLBACK_CAUSES
-        .iter()
-        .position(|c| *c == cause)
-        .and_then(|i| fallback.on.get(i).copied())
-        .unwrap_or(false);
-    if !covered {
-        return response;
-    }
-    // A retry the budget refused stays told on the degraded answer (the
-    // access log and the metrics read it there).
-    let retry_refused = response.headers().get(RETRY_REFUSED_HEADER).cloned();
-    let mut answer = match &fallback.kind {
-        Kind::Fixed {
-            status,
-            body,
-            content_type,
-        } => {
-            drain(response);
-            let mut answer = Response::new(full(body.clone()));
-            *answer.status_mut() = *status;
-            if let Some(ct) = content_type {
-                answer
-                    .headers_mut()
-                    .insert(header::CONTENT_TYPE, ct.clone());
-            }
-            answer
-        }
-        Kind::Cluster(secondary) => {
-            let maybe_received = matches!(
-                cause,
-                UPSTREAM_FAILURE | "upstream_timeout" | "upstream_reset"
-            );
-            let may_repeat = route.retry.retryable || is_idempotent(&parts.method);
-            if !body.can_send() || (maybe_received && !may_repeat) {
-                return response;
-            }
-            drain(response);
-            crate::data::forward::answer_from(proxy, secondary, parts, body, deadline, trail).await
-        }
-    };
-    let headers = answer.headers_mut();
-    headers.insert(DEGRADED_HEADER, HeaderValue::from_static(cause));
-    if let Some(refused) = retry_refused {
-        headers.insert(RETRY_REFUSED_HEADER, refused);
-    }
-    answer
-}
-
-/// Reads a replaced answer to its end in the background, so its outcome
-/// reaches the breakers (see the module docs).
-fn drain(response: Response<ProxyBody>) {
-    let body = response.into_body();
-    if body.is_end_stream() {
-        return;
-    }
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(DRAIN_LIMIT, body.collect()).await;
-    });
 }

@@ -49,8 +49,8 @@ use tripline_prometheus::http::MetricsHandler;
 use tripline_prometheus::{Detail, Exporter};
 
 use crate::config::{ConfigError, FALLBACK_CAUSES};
+use crate::http::rejection::DEGRADED_HEADER;
 use crate::http::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
-use crate::table::fallback::DEGRADED_HEADER;
 use crate::table::route::Route;
 
 type Labels = Vec<(&'static str, String)>;

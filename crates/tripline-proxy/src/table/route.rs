@@ -12,6 +12,7 @@ use tripline::clock::SharedClock;
 use tripline::cluster::{Cluster, EndpointOutcome};
 
 use crate::config::{ConfigError, RetrySection, RouteSection, TimeoutSection};
+use crate::http::method::is_idempotent;
 use crate::table::guard::Guard;
 use crate::upstream::Upstream;
 
@@ -33,6 +34,10 @@ pub(crate) struct Route {
     pub(crate) guard: Guard,
     /// The protocols clients may upgrade to, lower-cased.
     upgrades: Box<[String]>,
+    /// The applier of pushed parameters, when the proxy has a config
+    /// source: the hook its shadow twins are fed through (see
+    /// [`shadow`](crate::table::shadow)). Set when the table is built.
+    pub(crate) shadow: Option<tripline_config::Applier>,
 }
 
 /// A route's match, parsed once.
@@ -121,6 +126,7 @@ impl Route {
                 .iter()
                 .map(|p| p.to_ascii_lowercase())
                 .collect(),
+            shadow: None,
         })
     }
 
@@ -217,12 +223,4 @@ impl Route {
     pub(crate) fn may_hedge(&self, method: &Method) -> bool {
         self.guard.hedge.is_some() && (self.retry.retryable || is_idempotent(method))
     }
-}
-
-/// Methods whose repetition has the effect of one request (RFC 9110 §9.2.2).
-pub(crate) fn is_idempotent(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    )
 }

@@ -16,15 +16,15 @@ use serde_json::{Value, json};
 use super::audit::{Entry, diff_summary};
 use super::respond::{AdminBody, error, json};
 use crate::config::{ConfigError, FileFormat, ProxyConfig};
+use crate::control::Control;
 use crate::control::reload::ReloadReport;
-use crate::proxy::Proxy;
 
 /// The largest config `PUT /api/config` reads: 1 MiB.
 pub(crate) const MAX_BODY: usize = 1024 * 1024;
 
 /// `GET /api/config`: the config in force, its admin token redacted.
-pub(crate) fn get(proxy: &Proxy) -> Response<AdminBody> {
-    let config = proxy.config();
+pub(crate) fn get(proxy: &Control) -> Response<AdminBody> {
+    let config = proxy.config_in_force();
     let mut value = serde_json::to_value(&*config).unwrap_or(Value::Null);
     if let Some(admin) = value.get_mut("admin").and_then(Value::as_object_mut)
         && admin.get("token").is_some_and(|t| !t.is_null())
@@ -55,7 +55,7 @@ pub(crate) fn format_of(headers: &http::HeaderMap) -> FileFormat {
 
 /// `PUT /api/config`.
 pub(crate) async fn put<B>(
-    proxy: &Proxy,
+    proxy: &Control,
     body: B,
     format: FileFormat,
     who: &str,
@@ -76,7 +76,7 @@ where
         Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string(), &[]),
     };
     let refused = |e: &ConfigError| {
-        proxy.inner.admin.audit.record(Entry {
+        proxy.admin.audit.record(Entry {
             source: "admin-api",
             who,
             action: "config_refused",
@@ -134,17 +134,17 @@ fn report_json(r: &ReloadReport) -> Value {
 /// was refused), audit it, and on success follow the new table's breakers
 /// and clusters for the event feed.
 pub(crate) fn after_reload(
-    proxy: &Proxy,
+    proxy: &Control,
     old: &ProxyConfig,
     new: &ProxyConfig,
     source: &str,
     who: &str,
     result: &Result<ReloadReport, ConfigError>,
 ) {
-    let admin = &proxy.inner.admin;
+    let admin = &proxy.admin;
     let (action, summary) = match result {
         Ok(report) => {
-            admin.follow(&proxy.inner.table.load());
+            admin.follow(&proxy.table.load());
             let mut summary = diff_summary(old, new);
             if !report.restart_required.is_empty() {
                 summary.push_str(&format!(

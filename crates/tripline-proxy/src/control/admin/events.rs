@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::hub::Hub;
 use super::respond::{AdminBody, ChannelBody};
-use crate::data::server::{DRAINING, reached};
+use crate::http::drain::{DRAINING, reached};
 
 /// How often an idle stream gets a comment.
 pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -94,7 +94,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::data::server::RUNNING;
+    use crate::http::drain::RUNNING;
 
     /// A reader that does not read while more events than the feed holds
     /// go out loses the oldest: the stream says how many, and the

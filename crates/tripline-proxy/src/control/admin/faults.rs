@@ -24,7 +24,7 @@ use serde::Deserialize;
 use tripline_prometheus::http::MetricsBody;
 
 use crate::config::{AbortSection, DelaySection, FaultSection};
-use crate::proxy::Inner;
+use crate::control::Control;
 use crate::table::fault::MAX_TTL;
 
 const PATH: &str = "/api/faults";
@@ -50,7 +50,7 @@ struct FaultRequest {
 }
 
 /// Answers one request of this API.
-pub(super) async fn answer<B>(inner: &Inner, req: Request<B>) -> Response<MetricsBody>
+pub(super) async fn answer<B>(inner: &Control, req: Request<B>) -> Response<MetricsBody>
 where
     B: http_body::Body,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -100,7 +100,7 @@ where
 
 /// `POST /api/faults`: validates the body and switches the fault on.
 async fn add<B>(
-    inner: &Inner,
+    inner: &Control,
     req: Request<B>,
 ) -> Result<Response<MetricsBody>, Response<MetricsBody>>
 where

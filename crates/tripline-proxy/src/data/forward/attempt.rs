@@ -9,14 +9,15 @@ use tripline::cluster::{EndpointOutcome, Lease};
 use tripline::retry::RetryDecision;
 use tripline::timeout::{Deadline, TokioClock};
 
-use super::{Outbound, TriedEndpoints};
-use crate::control::config_source::ShadowFeed;
+use super::TriedEndpoints;
+use crate::data::Ctx;
 use crate::http::body::{ClientUpload, ProxyBody, RequestBody, Tracked};
 use crate::http::grpc;
 use crate::http::headers::strip_answer_hop_by_hop;
 use crate::http::rejection::{Reason, Rejection};
-use crate::proxy::Inner;
 use crate::table::route::Route;
+use crate::table::shadow::ShadowFeed;
+use crate::upstream::Outbound;
 
 /// What one try came to.
 pub(super) enum Tried {
@@ -147,7 +148,7 @@ impl Tried {
 
 /// Sends the request to one endpoint of the route's cluster.
 pub(super) async fn try_once(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
@@ -200,15 +201,14 @@ pub(super) fn prepare(
 /// the lease unrecorded: the library releases it neutrally, so a
 /// cancelled try is never charged to its endpoint.
 pub(super) async fn send(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     ready: Ready,
     deadline: Option<Deadline>,
 ) -> Tried {
     let Ready { lease, body } = ready;
-    let shadow =
-        crate::control::config_source::endpoint_shadow_feed(proxy, route, lease.endpoint().id());
+    let shadow = route.endpoint_shadow_feed(lease.endpoint().id());
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
     let address = lease.endpoint().address();
     let Ok(uri) = route.upstream.uri(address, parts) else {

@@ -24,18 +24,19 @@
 
 use tripline::timeout::Deadline;
 
+use super::TriedEndpoints;
 use super::attempt::{self, Tried};
-use super::{Outbound, TriedEndpoints};
+use crate::data::Ctx;
 use crate::data::access_log::Trail;
 use crate::http::body::RequestBody;
-use crate::proxy::Inner;
 use crate::table::route::Route;
+use crate::upstream::Outbound;
 use std::sync::{Mutex, PoisonError};
 
 /// One try, hedged when the route says so and the request allows it;
 /// every try sent is listed on `trail` (when the request is logged).
 pub(super) async fn try_maybe_hedged(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
@@ -136,7 +137,7 @@ pub(super) async fn try_maybe_hedged(
 /// ~600 more instructions a request with the log off (`instructions.sh`,
 /// 25 199 against 24 643).
 pub(super) async fn try_logged(
-    proxy: &Inner,
+    proxy: &Ctx,
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,

@@ -82,14 +82,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::{ListenerSection, ProxySection};
+use crate::data::Ctx;
 use crate::data::forward::{Downstream, handle};
 use crate::data::server::h1_fast::{self, FastEnd};
 use crate::data::server::h2_resets::StreamResets;
 use crate::data::server::linger::linger;
-use crate::data::server::{CUT, DRAINING, LevelMoves, reached};
 use crate::data::smuggling::Guarded;
 use crate::http::body::{BoxError, ProxyBody};
-use crate::proxy::Inner;
+use crate::http::drain::{CUT, DRAINING, LevelMoves, reached};
 
 /// How long an HTTP/1 connection stays idle in hyper before it is parked:
 /// short enough that idle clients hold no buffers for long (while 10 000
@@ -262,7 +262,7 @@ type Answering = Pin<Box<dyn Future<Output = Result<Response<Answer>, Infallible
 /// its body (if it has one) given up after `body_timeout` without a byte.
 /// (A head the smuggling guard refuses never reaches it.)
 fn service(
-    inner: Arc<Inner>,
+    inner: Arc<Ctx>,
     peer: Downstream,
     body_timeout: Duration,
     activity: Arc<Activity>,
@@ -328,7 +328,7 @@ fn closes(req: &Request<Incoming>) -> bool {
 pub(crate) async fn serve<S: Park>(
     stream: S,
     peer: Downstream,
-    inner: Arc<Inner>,
+    inner: Arc<Ctx>,
     settings: Arc<Settings>,
     mut stop: watch::Receiver<u8>,
 ) {
@@ -397,7 +397,7 @@ pub(crate) async fn serve<S: Park>(
 /// Says why an HTTP/2 connection is being closed without GOAWAY (as
 /// Envoy aborts it): its client cancelled too many streams early
 /// ([`h2_resets`](super::h2_resets)). The caller drops the connection.
-fn closed_for_resets(inner: &Inner, peer: &Downstream, resets: &StreamResets) {
+fn closed_for_resets(inner: &Ctx, peer: &Downstream, resets: &StreamResets) {
     inner.metrics.premature_reset_closes.inc();
     let (premature, closed) = resets.counts();
     tracing::warn!(
@@ -493,7 +493,7 @@ struct Http1<'a> {
     settings: &'a Settings,
     activity: &'a Arc<Activity>,
     gauge: &'a Gauge,
-    inner: &'a Arc<Inner>,
+    inner: &'a Arc<Ctx>,
     peer: &'a Downstream,
 }
 
@@ -615,7 +615,7 @@ async fn tunnel<S: Park>(
     io: TokioIo<Replay<Guarded<S>>>,
     read_buf: Bytes,
     endpoint: OnUpgrade,
-    inner: &Inner,
+    inner: &Ctx,
     stop: &mut watch::Receiver<u8>,
 ) {
     let (guarded, unread) = io.into_inner().into_parts();
@@ -642,7 +642,7 @@ async fn tunnel<S: Park>(
                 tracing::debug!(error = %e, "tripline-proxy: upgraded connection ended");
             }
         }
-        _ = nothing_read_for(&moved, inner.config.proxy.tunnel_idle_timeout) => {}
+        _ = nothing_read_for(&moved, inner.settings.tunnel_idle_timeout) => {}
         _ = reached(stop, CUT) => {}
     }
     gauge.dec();
@@ -850,7 +850,7 @@ mod tests {
         let connection = serve(
             stream,
             Downstream::new(peer, false),
-            proxy.inner.clone(),
+            proxy.inner.data.clone(),
             settings,
             stop,
         );

@@ -64,12 +64,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::connection::{PARK_GRACE, Settings};
+use crate::data::Ctx;
 use crate::data::forward::{Downstream, handle_with_one_host};
-use crate::data::server::{CUT, LevelMoves, reached};
 use crate::data::smuggling::{Guarded, Malformed};
 use crate::http::body::{ProxyBody, empty};
+use crate::http::drain::{CUT, LevelMoves, reached};
 use crate::http::h1_spans::{self, MAX_HEADERS, Span, Spans};
-use crate::proxy::Inner;
 
 /// The most buffer a connection keeps between requests: a larger one,
 /// grown for one large head, is replaced by a small one once that head
@@ -97,7 +97,7 @@ pub(super) enum FastEnd {
 /// What a connection is served with: the proxy, its client, its
 /// listener's settings and the proxy's shutdown level.
 pub(super) struct Serving<'a> {
-    pub(super) inner: &'a Arc<Inner>,
+    pub(super) inner: &'a Arc<Ctx>,
     pub(super) peer: &'a Downstream,
     pub(super) settings: &'a Settings,
     pub(super) stop: &'a watch::Receiver<u8>,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use crate::data::server::{CUT, reached};
+use crate::http::drain::{CUT, reached};
 
 /// The longest a closing connection waits for the client to close its
 /// side (nginx waits up to 5 s between reads and 30 s in all; a client

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use tokio::io::AsyncWrite;
 
+use crate::data::Ctx;
 use crate::data::forward::Downstream;
 use crate::data::server::h1_fast::write_answer;
 use crate::data::smuggling::Malformed;
 use crate::http::rejection::{Reason, log};
-use crate::proxy::Inner;
 
 /// How long the refusal may take to be written: the socket's send buffer
 /// takes it at once unless the client stopped reading, which is no reason
@@ -29,7 +29,7 @@ const WRITE_TIME: Duration = Duration::from_secs(1);
 pub(super) async fn refuse<S: AsyncWrite + Unpin>(
     io: &mut S,
     malformed: Malformed,
-    inner: &Inner,
+    inner: &Ctx,
     peer: &Downstream,
 ) -> bool {
     let mut response = malformed.response();
@@ -47,7 +47,7 @@ pub(super) async fn refuse<S: AsyncWrite + Unpin>(
 /// Counts and logs a head hyper refused itself (its own bare 400, 414
 /// or 431, already written): one the guard did not judge, after a chunked
 /// body on the same connection.
-pub(super) fn count_refused_by_hyper(inner: &Inner, peer: &Downstream) {
+pub(super) fn count_refused_by_hyper(inner: &Ctx, peer: &Downstream) {
     let malformed = Malformed::Bad("a head hyper could not parse");
     inner.metrics.observe(None, &malformed.response());
     log::refused(peer.peer, Reason::ProtocolError, malformed.what());
