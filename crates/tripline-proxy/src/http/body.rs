@@ -10,6 +10,7 @@
 
 mod client;
 mod idle;
+mod inspected;
 mod replay;
 mod tracked;
 
@@ -18,8 +19,9 @@ use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 
 pub(crate) use client::{ClientUpload, watch};
 pub(crate) use idle::{ClientBodyTimedOut, give_up_when_idle};
+pub use inspected::{Inspect, Inspected, Polled};
 pub use replay::{RequestBody, read_for_replay};
-pub use tracked::{OnEnd, Tracked};
+pub use tracked::{OnEnd, ReportsEnd, Tracked};
 
 /// Errors a proxied body can carry.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

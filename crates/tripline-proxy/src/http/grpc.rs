@@ -24,15 +24,16 @@
 //! trailers are read (observed with a sized body); it then settles
 //! neutrally, neither success nor failure.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::HeaderMap;
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use tripline::cluster::EndpointOutcome;
+
+use crate::http::body::{Inspect, Inspected, Polled};
 
 /// No `grpc-status` seen yet.
 const UNSEEN: u32 = u32::MAX;
@@ -113,45 +114,38 @@ impl TrailerStatus {
 }
 
 /// A body that notes the `grpc-status` of its trailers as they pass.
-pub(crate) struct WatchTrailers<B> {
-    inner: B,
-    seen: Option<Arc<AtomicU32>>,
-}
+pub(crate) type WatchTrailers<B> = Inspected<B, NotesStatus>;
+
+/// Where a watched body's trailer status goes (`None`: not gRPC, frames
+/// only pass through).
+pub(crate) struct NotesStatus(Option<Arc<AtomicU32>>);
 
 /// Wraps `body` to watch its trailers when its answer is gRPC (`grpc`,
 /// [`is_grpc`]; otherwise the wrapper only passes frames through).
 pub(crate) fn watch<B>(grpc: bool, body: B) -> (WatchTrailers<B>, TrailerStatus) {
     let seen = grpc.then(|| Arc::new(AtomicU32::new(UNSEEN)));
     let status = TrailerStatus(seen.clone());
-    (WatchTrailers { inner: body, seen }, status)
+    (Inspected::wrap(body, NotesStatus(seen)), status)
 }
 
-impl<B> Body for WatchTrailers<B>
+impl<B> Inspect<B> for NotesStatus
 where
     B: Body<Data = Bytes> + Unpin,
 {
-    type Data = Bytes;
     type Error = B::Error;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let (Poll::Ready(Some(Ok(frame))), Some(seen)) = (&polled, &self.seen)
+    fn inspect(
+        &mut self,
+        _: &B,
+        polled: Polled<Bytes, B::Error>,
+        _: &mut Context<'_>,
+    ) -> Polled<Bytes, B::Error> {
+        if let (Poll::Ready(Some(Ok(frame))), Some(seen)) = (&polled, &self.0)
             && let Some(code) = frame.trailers_ref().and_then(status_of)
         {
             seen.store(code, Ordering::Release);
         }
         polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

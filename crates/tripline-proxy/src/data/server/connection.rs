@@ -69,7 +69,6 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper::service::Service;
@@ -88,7 +87,7 @@ use crate::data::server::h1_fast::{self, FastEnd};
 use crate::data::server::h2_resets::StreamResets;
 use crate::data::server::linger::linger;
 use crate::data::smuggling::Guarded;
-use crate::http::body::{BoxError, ProxyBody};
+use crate::http::body::{BoxError, Inspect, Inspected, Polled, ProxyBody};
 use crate::http::drain::{CUT, DRAINING, LevelMoves, reached};
 
 /// How long an HTTP/1 connection stays idle in hyper before it is parked:
@@ -220,7 +219,7 @@ impl Activity {
 
 /// Counts a response as finished when dropped: kept in the service's
 /// future, then in the response body, so that a dropped future counts too.
-struct Finished(Arc<Activity>);
+pub(crate) struct Finished(Arc<Activity>);
 
 impl Drop for Finished {
     fn drop(&mut self) {
@@ -229,29 +228,20 @@ impl Drop for Finished {
 }
 
 /// A response body that says when it is done (dropped by hyper after its
-/// last frame, or on a broken connection).
-pub(crate) struct Answer {
-    body: ProxyBody,
-    _finished: Finished,
-}
+/// last frame, or on a broken connection): the body with a [`Finished`]
+/// riding along, which passes every poll through.
+pub(crate) type Answer = Inspected<ProxyBody, Finished>;
 
-impl Body for Answer {
-    type Data = Bytes;
+impl Inspect<ProxyBody> for Finished {
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+    fn inspect(
+        &mut self,
+        _: &ProxyBody,
+        polled: Polled<Bytes, BoxError>,
+        _: &mut Context<'_>,
+    ) -> Polled<Bytes, BoxError> {
+        polled
     }
 }
 
@@ -301,10 +291,7 @@ fn service(
             if let Some(stream) = unanswered {
                 stream.answered();
             }
-            Ok(response.map(|body| Answer {
-                body,
-                _finished: finished,
-            }))
+            Ok(response.map(|body| Inspected::wrap(body, finished)))
         }) as Answering
     })
 }

@@ -13,16 +13,15 @@
 //! because the endpoint does not take the body (backpressure: the body is
 //! not even asked for its next frame) stays the endpoint's.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::BodyExt;
 
-use super::{BoxError, ProxyBody};
+use super::{BoxError, Inspect, Inspected, Polled, ProxyBody};
 
 /// The try has the body's last frame and has not asked for the next (or
 /// has not begun to send it): if its time runs out now, the endpoint (or
@@ -73,47 +72,34 @@ pub(crate) fn watch(body: ProxyBody) -> (ProxyBody, Option<ClientUpload>) {
         return (body, None);
     }
     let upload = ClientUpload::default();
-    let watched = Watched {
-        inner: body,
-        upload: upload.clone(),
-    };
+    let watched = Inspected::wrap(body, Watched(upload.clone()));
     (watched.boxed(), Some(upload))
 }
 
-struct Watched {
-    inner: ProxyBody,
-    upload: ClientUpload,
-}
+/// Notes, on every poll, how far the upload has come.
+struct Watched(ClientUpload);
 
-impl Body for Watched {
-    type Data = Bytes;
+impl Inspect<ProxyBody> for Watched {
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+    fn inspect(
+        &mut self,
+        body: &ProxyBody,
+        polled: Polled<Bytes, BoxError>,
+        _: &mut Context<'_>,
+    ) -> Polled<Bytes, BoxError> {
         let now = match &polled {
             Poll::Pending => WAITING_FOR_CLIENT,
             Poll::Ready(Some(Err(e))) if e.is::<super::ClientBodyTimedOut>() => TIMED_OUT,
             Poll::Ready(Some(Err(_))) => BROKE,
             Poll::Ready(None) => ARRIVED,
-            Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => ARRIVED,
+            Poll::Ready(Some(Ok(_))) if body.is_end_stream() => ARRIVED,
             Poll::Ready(Some(Ok(_))) => WITH_THE_TRY,
         };
         // Release, before the frame or error is handed on: the try that
         // reads the state once the upstream client has returned sees it.
-        self.upload.0.store(now, Ordering::Release);
+        self.0.0.store(now, Ordering::Release);
         polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -121,7 +107,10 @@ impl Body for Watched {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::pin::Pin;
     use std::task::Waker;
+
+    use http_body::Frame;
 
     use super::*;
     use crate::http::body::{empty, full};

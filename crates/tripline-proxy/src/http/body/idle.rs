@@ -25,11 +25,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
-use super::{BoxError, ProxyBody};
+use super::{BoxError, Inspect, Inspected, Polled, ProxyBody};
 use crate::http::rejection::{Reason, log};
 
 /// The error a body given up for its client's silence ends with.
@@ -56,18 +56,17 @@ pub(crate) fn give_up_when_idle(
     if body.is_end_stream() {
         return body;
     }
-    GivesUp {
-        inner: body,
+    let gives_up = GivesUp {
         timeout,
         client,
         waiting_since: None,
         timer: None,
-    }
-    .boxed()
+    };
+    Inspected::wrap(body, gives_up).boxed()
 }
 
+/// Counts the reader's waits, and ends the body when one lasts `timeout`.
 struct GivesUp {
-    inner: ProxyBody,
     timeout: Duration,
     client: SocketAddr,
     /// When the reader began waiting for the frame it asked for.
@@ -76,48 +75,41 @@ struct GivesUp {
     timer: Option<Pin<Box<Sleep>>>,
 }
 
-impl Body for GivesUp {
-    type Data = Bytes;
+impl Inspect<ProxyBody> for GivesUp {
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
+    fn inspect(
+        &mut self,
+        _: &ProxyBody,
+        polled: Polled<Bytes, BoxError>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+    ) -> Polled<Bytes, BoxError> {
         if polled.is_ready() {
-            this.waiting_since = None;
+            self.waiting_since = None;
             return polled;
         }
-        let since = *this.waiting_since.get_or_insert_with(Instant::now);
-        let due = since + this.timeout;
-        let timer = this
+        let since = *self.waiting_since.get_or_insert_with(Instant::now);
+        let due = since + self.timeout;
+        let timer = self
             .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
         while timer.as_mut().poll(cx).is_ready() {
             if Instant::now() >= due {
-                let what = format!("its request body sent nothing for {:?}", this.timeout);
-                log::refused(this.client, Reason::ClientTimeout, &what);
-                return Poll::Ready(Some(Err(Box::new(ClientBodyTimedOut(this.timeout)))));
+                let what = format!("its request body sent nothing for {:?}", self.timeout);
+                log::refused(self.client, Reason::ClientTimeout, &what);
+                return Poll::Ready(Some(Err(Box::new(ClientBodyTimedOut(self.timeout)))));
             }
             timer.as_mut().reset(due);
         }
         Poll::Pending
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use http_body::Frame;
 
     use super::*;
     use crate::http::body::full;
