@@ -91,6 +91,54 @@
 //! on SIGHUP); config errors naming file, line and field.; a choice of runtime
 //! ([`Threading`]: work-stealing, or one single-threaded runtime per core
 //! on `SO_REUSEPORT` listeners). Not yet: client certificates (mTLS).
+//!
+//! # Layout: data flows one way
+//!
+//! ```text
+//! http/      leaf: body wrappers (one generic inspecting wrapper), headers,
+//!            gRPC status, the refusal vocabulary and the degraded header,
+//!            HTTP/1 head spans, the drain levels every listener watches
+//! config/    the file's sections and their validation; nothing at run time
+//! upstream/  the clients and pools of the clusters, TLS, the request head
+//!            they send (Outbound), the connect-failure log
+//! table/     what a request consults: routes, guards (rate limit, keyed
+//!            breakers, hedging, fallback), faults, counters; the
+//!            shadow-rollout hook each route carries, set when built
+//! data/      server → forward (attempt, hedge, fallback's answer) over a
+//!            small Ctx: the table handle, [proxy] settings, counters,
+//!            faults, the access log
+//! control/   admin API and dashboard, reload, config source, DNS: they hold
+//!            the table handle and publish new tables
+//! proxy.rs   the composition root: builds both sides, binds the listeners,
+//!            spawns the tasks; nothing imports it
+//! ```
+//!
+//! Imports go one way: `proxy → {data, control} → table → upstream →
+//! config → http`. The data side never imports the control side; the
+//! control side changes what requests do only by publishing a new table,
+//! or through what the table carries (breakers, clusters, the shadow
+//! hook). `layout.toml` at the repository's root states the order, and
+//! the workspace's layout test fails on an import against it or on any
+//! circle between a crate's top-level modules.
+//!
+//! Before this layout, 20 of the crate's 27 top-level modules imported
+//! each other in one circle (admin ↔ server, upstream → forward, config →
+//! admin, metrics → fallback, every try → config source), and one
+//! context carrying eleven parts went to every function on the request
+//! path. After it, the graph between the seven top-level modules is:
+//!
+//! ```text
+//! proxy    → config, control, data, http, table, upstream
+//! control  → config, http, table, upstream
+//! data     → config, http, table, upstream
+//! table    → config, http, upstream
+//! upstream → config, http
+//! config   → http
+//! http     → (nothing)
+//! ```
+//!
+//! The request path costs what it did: 24 016 instructions a request under
+//! `benches/proxy/instructions.sh`, against 23 965 before (+0.2 %).
 
 #![forbid(unsafe_code)]
 
