@@ -131,6 +131,12 @@ fn check_proxy(file: &Path, text: &str, explain: bool) -> Result<(), CliError> {
             warnings += 1;
         }
     }
+    // The gaps a production route should not have: no time limit of its
+    // own, no breaker of its own, retries on the default budget.
+    for gap in config.advice() {
+        println!("warning: {}", source.place(gap));
+        warnings += 1;
+    }
     println!(
         "{}: valid proxy config ({} listener{}, {} route{}, {} cluster{}, {warnings} warning{})",
         file.display(),

@@ -214,7 +214,12 @@ endpoints = ["127.0.0.1:9000"]
     assert_eq!(out.status, 0, "{}", out.stderr);
     let text = out.text();
     assert!(
-        text.contains("valid proxy config (1 listener, 1 route, 1 cluster, 1 warning)"),
+        text.contains("valid proxy config (1 listener, 1 route, 1 cluster, 2 warnings)"),
+        "{text}"
+    );
+    // The route sets no timeout: the default guards it, and check says so.
+    assert!(
+        text.contains("proxy.toml:4: routes[0].timeout: route api sets no overall timeout: the default of 15s applies"),
         "{text}"
     );
     assert!(
@@ -317,7 +322,9 @@ fn check_accepts_a_yaml_proxy_config_and_names_file_line_and_field_when_it_is_wr
     assert_eq!(out.status, 0, "{}", out.stderr);
     let said = out.text();
     assert!(
-        said.contains("proxy.yaml: valid proxy config (1 listener, 1 route, 1 cluster, 1 warning)"),
+        said.contains(
+            "proxy.yaml: valid proxy config (1 listener, 1 route, 1 cluster, 2 warnings)"
+        ),
         "{said}"
     );
     assert!(
@@ -462,4 +469,50 @@ fn a_yaml_config_serves_and_a_bad_reload_names_file_line_and_field() {
         "{said}"
     );
     assert!(curl(&format!("http://{addr}/api/orders")).starts_with("http/1.1 200"));
+}
+
+#[test]
+fn check_warns_about_every_route_without_a_timeout_a_breaker_or_a_sized_retry_budget() {
+    let dir = Dir::new();
+    let file = dir.write(
+        "proxy.toml",
+        r#"
+[[listeners]]
+address = "127.0.0.1:8080"
+
+[[routes]]
+name = "bare"
+cluster = "backend"
+retry = { attempts = 3 }
+
+[[routes]]
+name = "unlimited"
+cluster = "backend"
+timeout = "none"
+breaker = { name = "unlimited" }
+
+[[routes]]
+name = "protected"
+cluster = "backend"
+timeout = { overall = "2s" }
+breaker = { name = "protected" }
+retry = { attempts = 2, budget = { ratio = 0.1, min_retries_per_second = 5 } }
+
+[clusters.backend]
+endpoints = ["127.0.0.1:9000"]
+"#,
+    );
+    let out = tripline(["check", file.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.text();
+    for expected in [
+        "proxy.toml:5: routes[0].timeout: route bare sets no overall timeout",
+        "proxy.toml:5: routes[0].breaker: route bare has no breaker of its own",
+        "proxy.toml:8: routes[0].retry.budget: route bare retries on the default budget",
+        "proxy.toml:13: routes[1].timeout: route unlimited has no time limit (\"none\")",
+    ] {
+        assert!(text.contains(expected), "{expected}\n{text}");
+    }
+    assert!(!text.contains("route protected"), "{text}");
+    assert!(text.contains("4 warnings"), "{text}");
 }

@@ -39,6 +39,7 @@
 
 mod access_log;
 pub(crate) mod access_log_template;
+mod advice;
 mod cluster;
 mod config_source;
 mod error;
@@ -68,7 +69,8 @@ pub use protect::{
     RateLimitSection, UPSTREAM_FAILURE,
 };
 pub use route::{
-    FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection, Upgrades,
+    DEFAULT_OVERALL, FailureStatuses, RetrySection, RouteMatch, RouteSection, TimeoutSection,
+    Upgrades,
 };
 pub use tls::{AlpnProtocol, ClusterTls, ListenerTls};
 pub(crate) use validate_protect::breaker_family;

@@ -128,15 +128,26 @@ impl Default for RetrySection {
 }
 
 /// Time limits of a request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+///
+/// A route that sets no overall limit still has one: [`DEFAULT_OVERALL`]
+/// (15 s, Envoy's route timeout), so a hung endpoint cannot hold a route's
+/// requests — and its clients' connections — for ever. That default only
+/// guards: unlike a limit the route sets, it is not forwarded upstream in
+/// `tripline-timeout-ms`, so upstreams see what they saw before.
+/// `timeout = "none"` (or `overall = "none"`) turns the limit off on
+/// purpose; `tripline check` warns about such a route.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "TimeoutTable")]
 pub struct TimeoutSection {
     /// The limit of one try, until the upstream's response headers.
-    #[serde(with = "tripline::clock::duration_serde::option")]
     pub per_try: Option<Duration>,
-    /// The limit of the whole request, retries included.
-    #[serde(with = "tripline::clock::duration_serde::option")]
+    /// The limit of the whole request, retries included, as the route
+    /// sets it; `None`: not set (the default guards, see
+    /// [`overall_in_force`](Self::overall_in_force)) or `"none"`.
     pub overall: Option<Duration>,
+    /// `overall = "none"` (or `timeout = "none"`): no overall limit, not
+    /// even the default.
+    pub unlimited: bool,
     /// Honour an incoming `tripline-timeout-ms` (or `grpc-timeout`)
     /// header: the request's deadline is the earlier of it and `overall`,
     /// and the remaining budget — cut to the try's `per_try`, when that is
@@ -151,13 +162,148 @@ pub struct TimeoutSection {
     pub honour_incoming: bool,
 }
 
+/// A route's overall limit when its config sets none.
+pub const DEFAULT_OVERALL: Duration = Duration::from_secs(15);
+
 impl Default for TimeoutSection {
-    /// No limits of its own, incoming deadlines honoured.
+    /// No limit set (the default overall guards), incoming deadlines
+    /// honoured.
     fn default() -> Self {
-        TimeoutSection {
+        TimeoutSection::from(TimeoutTable::default())
+    }
+}
+
+impl TimeoutSection {
+    /// The overall limit that applies: the route's, else the default,
+    /// else (`"none"`) nothing.
+    pub fn overall_in_force(&self) -> Option<Duration> {
+        match (self.overall, self.unlimited) {
+            (Some(set), _) => Some(set),
+            (None, false) => Some(DEFAULT_OVERALL),
+            (None, true) => None,
+        }
+    }
+}
+
+/// The section as written: a table, or `"none"`.
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct TimeoutTable {
+    #[serde(with = "tripline::clock::duration_serde::option")]
+    per_try: Option<Duration>,
+    #[serde(with = "limit_or_none", skip_serializing_if = "Limit::is_unset")]
+    overall: Limit,
+    honour_incoming: bool,
+}
+
+impl Default for TimeoutTable {
+    fn default() -> Self {
+        TimeoutTable {
             per_try: None,
-            overall: None,
+            overall: Limit::Unset,
             honour_incoming: true,
+        }
+    }
+}
+
+/// An overall limit as written: absent, a duration, or `"none"`.
+#[derive(Clone, Copy, Default, PartialEq)]
+enum Limit {
+    #[default]
+    Unset,
+    Set(Duration),
+    Unlimited,
+}
+
+impl Limit {
+    fn is_unset(&self) -> bool {
+        *self == Limit::Unset
+    }
+}
+
+impl From<TimeoutTable> for TimeoutSection {
+    fn from(t: TimeoutTable) -> Self {
+        TimeoutSection {
+            per_try: t.per_try,
+            overall: match t.overall {
+                Limit::Set(d) => Some(d),
+                Limit::Unset | Limit::Unlimited => None,
+            },
+            unlimited: t.overall == Limit::Unlimited,
+            honour_incoming: t.honour_incoming,
+        }
+    }
+}
+
+impl From<TimeoutSection> for TimeoutTable {
+    fn from(t: TimeoutSection) -> Self {
+        TimeoutTable {
+            per_try: t.per_try,
+            overall: match (t.overall, t.unlimited) {
+                (Some(d), _) => Limit::Set(d),
+                (None, true) => Limit::Unlimited,
+                (None, false) => Limit::Unset,
+            },
+            honour_incoming: t.honour_incoming,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeoutSection {
+    /// A table, or the word `"none"`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = TimeoutSection;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#"a table ({ per_try = "1s", overall = "5s" }) or "none""#)
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TimeoutSection, E> {
+                match v {
+                    "none" => Ok(TimeoutSection {
+                        unlimited: true,
+                        ..TimeoutSection::default()
+                    }),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<TimeoutSection, A::Error> {
+                let table =
+                    TimeoutTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(table.into())
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+/// An overall limit: a duration, or `"none"` for no limit at all.
+mod limit_or_none {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Limit;
+
+    pub(super) fn serialize<S: Serializer>(limit: &Limit, s: S) -> Result<S::Ok, S::Error> {
+        match limit {
+            Limit::Set(d) => tripline::clock::duration_serde::serialize(d, s),
+            Limit::Unlimited => s.serialize_str("none"),
+            Limit::Unset => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Limit, D::Error> {
+        match Option::<String>::deserialize(d)?.as_deref() {
+            None => Ok(Limit::Unset),
+            Some("none") => Ok(Limit::Unlimited),
+            Some(text) => tripline::clock::duration_serde::parse(text)
+                .map(Limit::Set)
+                .map_err(serde::de::Error::custom),
         }
     }
 }

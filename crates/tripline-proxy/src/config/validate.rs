@@ -267,7 +267,7 @@ impl ProxyConfig {
         }
         if let (Some(slow), Some(limit)) = (
             route.breaker.as_ref().and_then(|b| b.slow_call_duration),
-            t.per_try.or(t.overall),
+            t.per_try.or(t.overall_in_force()),
         ) && slow >= limit
         {
             return Err(ConfigError::invalid(

@@ -19,6 +19,7 @@ use tripline::cluster::EndpointOutcome;
 use tripline::timeout::{Deadline, SharedTimer, TokioClock, TokioTimer};
 use tripline::{Outcome, OwnedPermit};
 
+use crate::config::DEFAULT_OVERALL;
 use crate::data::Ctx;
 use crate::data::access_log::{Pending, Trail};
 use crate::http::body::{ProxyBody, RequestBody, read_for_replay, watch};
@@ -143,7 +144,15 @@ async fn forward(
         false => None,
     };
     let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
-    let deadline = Deadline::earliest(incoming, own);
+    // The default limit of a route that sets none guards the request but
+    // is not forwarded: upstreams see a deadline only when the client or
+    // the route set one.
+    let forwards_deadline = incoming.is_some() || own.is_some();
+    let guard = match (own, route.timeout.unlimited) {
+        (None, false) => Some(Deadline::after(&clock, DEFAULT_OVERALL)),
+        _ => None,
+    };
+    let deadline = Deadline::earliest(Deadline::earliest(incoming, own), guard);
     // Only a request with hop-by-hop headers can ask for an upgrade; the
     // others (nearly all) pay one pass over their header names.
     let upgrade = match has_hop_by_hop(&parts.headers) {
@@ -166,6 +175,7 @@ async fn forward(
         forwarded: downstream.forwarded,
         client_body,
         upgrade: upgrade.is_some(),
+        forwards_deadline,
     };
     let mut body = RequestBody::Once(Some(body));
     let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;

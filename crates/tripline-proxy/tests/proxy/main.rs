@@ -11,6 +11,7 @@ mod admin_events;
 mod balancing;
 mod breaking;
 mod config_errors;
+mod default_timeout;
 mod dns;
 mod drain;
 mod envoy;

@@ -221,11 +221,15 @@ pub(super) async fn send(
     // The deadline forwarded is the try's own when that is the earlier: an
     // endpoint that did not know the per-try timeout would work on after
     // the proxy gave up on the try. Without a request deadline nothing is
-    // forwarded, as before (that keeps the bodiless HTTP/1.1 fast path).
-    let forwarded = deadline.map(|d| match route.timeout.per_try {
-        Some(per_try) => d.min(Deadline::after(&TokioClock, per_try)),
-        None => d,
-    });
+    // forwarded, as before (that keeps the bodiless HTTP/1.1 fast path),
+    // nor is the default limit of a route that sets none.
+    let forwarded =
+        deadline
+            .filter(|_| parts.forwards_deadline)
+            .map(|d| match route.timeout.per_try {
+                Some(per_try) => d.min(Deadline::after(&TokioClock, per_try)),
+                None => d,
+            });
     let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
