@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 use tripline::clock::SharedClock;
 
 use crate::config::ProxyConfig;
+use crate::http::drain::DrainSwitch;
 use crate::table::Table;
 use crate::table::fault::Faults;
 use crate::table::metrics::ProxyMetrics;
@@ -43,6 +44,8 @@ pub(crate) struct Control {
     /// What the DNS refreshers follow: reloads update it (their clusters
     /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
     pub(crate) dns: dns::Dns,
+    /// The operator's drain (`POST /api/drain`), read by the data side.
+    pub(crate) drain: DrainSwitch,
 }
 
 impl Control {

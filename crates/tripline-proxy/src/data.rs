@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 
 use crate::config::ProxySection;
 use crate::data::access_log::AccessLog;
+use crate::http::drain::DrainSwitch;
 use crate::table::Table;
 use crate::table::fault::Faults;
 use crate::table::metrics::ProxyMetrics;
@@ -38,4 +39,6 @@ pub(crate) struct Ctx {
     pub(crate) access_log: AccessLog,
     /// Rate-limits the log lines of failed upstream connections.
     pub(crate) connect_log: ConnectFailureLog,
+    /// The operator's drain: HTTP/1 connections close after their answer.
+    pub(crate) drain: DrainSwitch,
 }

@@ -18,6 +18,7 @@ use crate::control::dns::Dns;
 use crate::control::reload::ReloadReport;
 use crate::data::Ctx;
 use crate::data::access_log::AccessLog;
+use crate::http::drain::DrainSwitch;
 use crate::table::fault::{Dice, Faults};
 use crate::table::metrics::ProxyMetrics;
 use crate::table::{Table, build_clusters, build_routes};
@@ -123,6 +124,7 @@ impl ProxyBuilder {
         };
         let dns = Dns::new(&table);
         let table = Arc::new(ArcSwap::from_pointee(table));
+        let drain = DrainSwitch::default();
         let data = Arc::new(Ctx {
             table: table.clone(),
             settings: config.proxy.clone(),
@@ -130,6 +132,7 @@ impl ProxyBuilder {
             faults: faults.clone(),
             access_log,
             connect_log: Default::default(),
+            drain: drain.clone(),
         });
         let control = Arc::new(Control {
             config: config.clone(),
@@ -141,6 +144,7 @@ impl ProxyBuilder {
             admin,
             config_source,
             dns,
+            drain,
         });
         control.admin.follow(&control.table.load());
         if let Some(source) = &control.config_source {

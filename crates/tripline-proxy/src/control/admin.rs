@@ -39,6 +39,7 @@ mod hub;
 #[cfg(test)]
 mod openapi_sync;
 mod outliers;
+mod readiness;
 mod respond;
 
 pub(crate) use config_api::after_reload;
@@ -108,6 +109,11 @@ async fn serve(
 pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("GET", "/"),
     ("GET", "/metrics"),
+    ("GET", "/healthz"),
+    ("GET", "/ready"),
+    ("GET", "/api/drain"),
+    ("POST", "/api/drain"),
+    ("DELETE", "/api/drain"),
     ("GET", "/api/breakers"),
     ("GET", "/api/breakers/{name}"),
     ("POST", "/api/breakers/{name}/force-open"),
@@ -215,6 +221,9 @@ where
     };
     match path.as_str() {
         "/" => dashboard::page(&method),
+        "/healthz" => readiness::healthz(&method),
+        "/ready" => readiness::ready(proxy, &method, &streams),
+        "/api/drain" => readiness::drain(proxy, &method, who),
         "/metrics" => from_metrics(inner.metrics.handler().respond(&req)),
         "/api/breakers" if method == Method::GET => {
             let applier = inner.config_source.as_ref().map(|c| c.applier());

@@ -5,6 +5,8 @@
 //! them; they know nothing of what is served.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
@@ -128,5 +130,26 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+/// The operator's drain, for rolling restarts (`POST /api/drain`): the
+/// proxy keeps serving, but says it is not ready (`GET /ready` answers
+/// 503, so a load balancer stops sending it new clients) and closes each
+/// HTTP/1 connection after its answer (`connection: close`), so clients
+/// reconnect to another instance before this one stops. One relaxed load
+/// per answer; the admin side sets it, the data side reads it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DrainSwitch(Arc<AtomicBool>);
+
+impl DrainSwitch {
+    /// Turns the drain on (`true`) or off; returns whether it was on.
+    pub(crate) fn set(&self, on: bool) -> bool {
+        self.0.swap(on, Ordering::Relaxed)
+    }
+
+    /// Whether the operator asked for the drain.
+    pub(crate) fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }

@@ -34,6 +34,7 @@ mod parking;
 mod per_core;
 mod protect_config;
 mod rate_limits;
+mod readiness;
 mod refusals;
 mod reload;
 mod retries;

@@ -275,6 +275,7 @@ fn service(
         // benches/README.md, HTTP proxy) for one allocation per request.
         Box::pin(async move {
             let client = peer.peer;
+            let http1 = req.version() < http::Version::HTTP_2;
             let req = req.map(|body| {
                 crate::http::body::give_up_when_idle(
                     crate::http::body::boxed(body),
@@ -291,9 +292,22 @@ fn service(
             if let Some(stream) = unanswered {
                 stream.answered();
             }
+            // The operator's drain: the client is told to reconnect
+            // (elsewhere) after this answer, and hyper closes after it.
+            if http1 && inner.drain.is_on() {
+                close_after(&mut response);
+            }
             Ok(response.map(|body| Inspected::wrap(body, finished)))
         }) as Answering
     })
+}
+
+/// Marks an HTTP/1 answer as the connection's last (`connection: close`).
+pub(super) fn close_after<B>(response: &mut Response<B>) {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
 }
 
 /// Whether hyper will close the connection after answering `req`.

@@ -215,19 +215,24 @@ where
         let no_body = request.method() == Method::HEAD;
         let handled = std::pin::pin!(handle_with_one_host(inner, request, peer.clone()));
         let watched = unless_client_gone(io, &mut buf, handled);
-        let Some(Some(response)) = shutdown.unless_cut(std::pin::pin!(watched)).await else {
+        let Some(Some(mut response)) = shutdown.unless_cut(std::pin::pin!(watched)).await else {
             // The cut, or the client gone: the request is dropped with
             // its try, and the connection with it.
             return FastEnd::Dropped;
         };
+        // The operator's drain: this answer is the connection's last.
+        let closing = inner.drain.is_on();
+        if closing {
+            super::connection::close_after(&mut response);
+        }
         match shutdown
             .unless_cut(std::pin::pin!(write_answer(
                 io, &mut out, response, no_body
             )))
             .await
         {
-            Some(Ok(true)) => {}
-            Some(Ok(false)) => return FastEnd::Closed,
+            Some(Ok(true)) if !closing => {}
+            Some(Ok(_)) => return FastEnd::Closed,
             None | Some(Err(_)) => return FastEnd::Dropped,
         }
         answered = true;
