@@ -62,7 +62,7 @@ pub use access_log::{AccessLogFormat, AccessLogMode, AccessLogSection};
 pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use config_source::{ConfigSourceKind, ConfigSourceSection};
 pub use error::ConfigError;
-pub use fault::{AbortSection, DelaySection, FaultSection};
+pub use fault::{AbortSection, DelaySection, FaultSection, ShareSection};
 pub(crate) use protect::FALLBACK_CAUSES;
 pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,

@@ -69,6 +69,12 @@ impl UpstreamError {
         }
     }
 
+    /// A refusal a drill injects: a connect failure, as the endpoint's own
+    /// refusal would be.
+    pub(crate) fn refused_by_fault(source: std::io::Error) -> Self {
+        UpstreamError::connect(source)
+    }
+
     /// No connection could be made: nothing reached the endpoint.
     pub(crate) fn is_connect(&self) -> bool {
         self.connect

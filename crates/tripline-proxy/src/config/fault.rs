@@ -18,6 +18,19 @@ pub struct FaultSection {
     /// Hold a share of tries before sending them (the wait counts against
     /// the per-try timeout and the deadline, as a slow endpoint's would).
     pub delay: Option<DelaySection>,
+    /// Fail a share of tries as if the endpoint refused the connection:
+    /// nothing is sent, and the try counts as a connect failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refuse: Option<ShareSection>,
+    /// Break a share of answers after their first bytes, as if the
+    /// endpoint reset the connection mid-answer: the client gets a cut
+    /// answer and the try counts as a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset: Option<ShareSection>,
+    /// Never answer a share of tries, as an endpoint that accepts and
+    /// hangs: only the per-try timeout or the deadline ends them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hang: Option<ShareSection>,
     /// Only tries sent to this endpoint (`host:port`, as written in the
     /// cluster): a drill on one bad replica.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,6 +64,15 @@ pub struct DelaySection {
     pub percent: f64,
 }
 
+/// A fault that needs nothing but how often: `refuse`, `reset`, `hang`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareSection {
+    /// The share of matching tries it hits, 0–100.
+    #[serde(default = "all")]
+    pub percent: f64,
+}
+
 fn all() -> f64 {
     100.0
 }
@@ -69,11 +91,21 @@ impl FaultSection {
                 ))
             }
         };
-        if self.abort.is_none() && self.delay.is_none() {
+        let shares = [
+            ("refuse", &self.refuse),
+            ("reset", &self.reset),
+            ("hang", &self.hang),
+        ];
+        if self.abort.is_none() && self.delay.is_none() && shares.iter().all(|(_, s)| s.is_none()) {
             return Err(ConfigError::invalid(
                 at,
-                "needs an abort or a delay (a fault that injects nothing is a typo)",
+                "needs an abort, a delay, a refuse, a reset or a hang (a fault that injects nothing is a typo)",
             ));
+        }
+        for (field, share) in shares {
+            if let Some(share) = share {
+                percent(field, share.percent)?;
+            }
         }
         if let Some(abort) = &self.abort {
             if !(200..=599).contains(&abort.status) {

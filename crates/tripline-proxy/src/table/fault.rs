@@ -6,8 +6,12 @@
 //! route's failure classification, the endpoint's breaker, outlier
 //! detection, retries and the route's breaker all see it, which is what a
 //! drill needs to watch them trip. A delay waits before sending and counts
-//! against the per-try timeout and the deadline. Answers shaped by a fault
-//! carry `x-tripline-fault: abort` or `delay`.
+//! against the per-try timeout and the deadline. A refusal fails the try
+//! as a connect failure, nothing sent; a reset cuts the endpoint's answer
+//! half-way through its first bytes, so the try fails as a connection
+//! reset mid-answer would; a hang never sends, so only the try's time
+//! limit ends it. Answers shaped by a fault carry `x-tripline-fault:
+//! abort`, `delay` or `reset`.
 //!
 //! Faults come from the route's `fault` section and from the admin
 //! listener (`/api/faults`, each with a TTL on the proxy's clock). A try
@@ -19,19 +23,23 @@ mod runtime;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, Response};
+use http_body_util::BodyExt;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use tripline::Clock;
 use tripline::clock::SharedClock;
 
-use crate::config::{FaultSection, ProxyConfig};
-use crate::http::body::{ProxyBody, full};
+use crate::config::{FaultSection, ProxyConfig, ShareSection};
+use crate::http::body::{BoxError, Inspect, Inspected, Polled, ProxyBody, full};
+use crate::upstream::UpstreamError;
 pub(crate) use dice::Dice;
 pub use runtime::MAX_TTL;
 pub(crate) use runtime::RuntimeFault;
@@ -57,6 +65,9 @@ pub(crate) struct Faults {
 pub(crate) struct Injected {
     delay: Option<Duration>,
     abort: Option<u16>,
+    refuse: bool,
+    reset: bool,
+    hang: bool,
 }
 
 impl Faults {
@@ -87,7 +98,7 @@ impl Faults {
     pub(crate) fn register(&self, registry: &mut Registry, prefix: &str) {
         registry.register(
             format!("{prefix}_proxy_faults_injected"),
-            "Tries a fault aborted or delayed, by route and kind (abort, delay)",
+            "Tries a fault hit, by route and kind (abort, delay, refuse, reset, hang)",
             self.injected.clone(),
         );
     }
@@ -131,6 +142,16 @@ impl Faults {
             injected.abort = Some(a.status);
             self.count(route, "abort");
         }
+        let roll = |share: &Option<ShareSection>, kind: &'static str| {
+            let hit = share.as_ref().is_some_and(|s| self.dice.hits(s.percent));
+            if hit {
+                self.count(route, kind);
+            }
+            hit
+        };
+        injected.refuse = roll(&fault.refuse, "refuse");
+        injected.reset = roll(&fault.reset, "reset");
+        injected.hang = roll(&fault.hang, "hang");
         injected
     }
 
@@ -193,6 +214,40 @@ impl Injected {
         }
     }
 
+    /// The injected connection refusal, if the try is refused: it fails
+    /// as a connect failure, nothing sent.
+    pub(crate) fn refused(&self) -> Option<UpstreamError> {
+        self.refuse.then(|| {
+            UpstreamError::refused_by_fault(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "fault injected: connection refused",
+            ))
+        })
+    }
+
+    /// Never completes when the try hangs (the try's time limit ends it);
+    /// at once otherwise.
+    pub(crate) async fn hang(&self) {
+        if self.hang {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// The endpoint's answer, cut after its first bytes when the try is
+    /// reset: its body ends in an error, as a connection reset mid-answer
+    /// would end it.
+    pub(crate) fn cut(&self, response: Response<ProxyBody>) -> Response<ProxyBody> {
+        if !self.reset {
+            return response;
+        }
+        let (mut parts, body) = response.into_parts();
+        parts
+            .headers
+            .insert(FAULT_HEADER, HeaderValue::from_static("reset"));
+        let cut = Inspected::wrap(body, CutAfterFirstFrame(false));
+        Response::from_parts(parts, BodyExt::boxed(cut))
+    }
+
     /// The injected answer, if the try is aborted.
     pub(crate) fn abort(&self) -> Option<Response<ProxyBody>> {
         let status = http::StatusCode::from_u16(self.abort?).ok()?;
@@ -211,5 +266,49 @@ impl Injected {
                 .headers_mut()
                 .insert(FAULT_HEADER, HeaderValue::from_static("delay"));
         }
+    }
+}
+
+/// Passes the first half of the first data frame, then ends the body with
+/// an error (never at its end before that error: a reader stops at an
+/// end). Half, so that an answer with a declared length arrives short of
+/// it, as an answer reset mid-way does.
+struct CutAfterFirstFrame(bool);
+
+impl Inspect<ProxyBody> for CutAfterFirstFrame {
+    type Error = BoxError;
+
+    fn inspect(
+        &mut self,
+        _: &ProxyBody,
+        polled: Polled<Bytes, BoxError>,
+        _: &mut std::task::Context<'_>,
+    ) -> Polled<Bytes, BoxError> {
+        let reset = || {
+            Poll::Ready(Some(Err(
+                "fault injected: connection reset mid-answer".into()
+            )))
+        };
+        if self.0 {
+            return reset();
+        }
+        match polled {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => {
+                    self.0 = true;
+                    let half = data.slice(..data.len() / 2);
+                    Poll::Ready(Some(Ok(http_body::Frame::data(half))))
+                }
+                // Trailers before any byte: the answer ends here, cut.
+                Err(_) => reset(),
+            },
+            // An answer that ended before any byte is cut at its end.
+            Poll::Ready(None) => reset(),
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self, _: &ProxyBody) -> bool {
+        false
     }
 }

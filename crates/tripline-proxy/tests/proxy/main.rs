@@ -18,6 +18,7 @@ mod envoy;
 mod explained;
 mod fallbacks;
 mod faults;
+mod faults_drill;
 mod grpc;
 mod h2_resets;
 mod h2c;

@@ -23,7 +23,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 use tripline_prometheus::http::MetricsBody;
 
-use crate::config::{AbortSection, DelaySection, FaultSection};
+use crate::config::{AbortSection, DelaySection, FaultSection, ShareSection};
 use crate::control::Control;
 use crate::table::fault::MAX_TTL;
 
@@ -44,6 +44,9 @@ struct FaultRequest {
     route: Option<String>,
     abort: Option<AbortSection>,
     delay: Option<DelaySection>,
+    refuse: Option<ShareSection>,
+    reset: Option<ShareSection>,
+    hang: Option<ShareSection>,
     endpoint: Option<String>,
     header: Option<String>,
     ttl: Option<String>,
@@ -144,6 +147,9 @@ where
     let fault = FaultSection {
         abort: request.abort,
         delay: request.delay,
+        refuse: request.refuse,
+        reset: request.reset,
+        hang: request.hang,
         endpoint: request.endpoint,
         header: request.header,
     };

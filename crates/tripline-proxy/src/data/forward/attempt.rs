@@ -233,13 +233,15 @@ pub(super) async fn send(
     let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
+        if let Some(refused) = fault.refused() {
+            return Err(refused);
+        }
         match fault.abort() {
             Some(answer) => Ok(answer),
             None => {
-                route
-                    .upstream
-                    .send(address, parts, uri, body, forwarded)
-                    .await
+                fault.hang().await;
+                let answer = route.upstream.send(address, parts, uri, body, forwarded);
+                answer.await.map(|response| fault.cut(response))
             }
         }
     };

@@ -30,6 +30,12 @@ pub trait Inspect<B: Body>: Unpin {
         polled: Polled<B::Data, B::Error>,
         cx: &mut Context<'_>,
     ) -> Polled<B::Data, Self::Error>;
+
+    /// Whether the wrapper's body has ended: the wrapped body's answer,
+    /// unless the inspector has more to say (an error still to come).
+    fn is_end_stream(&self, body: &B) -> bool {
+        body.is_end_stream()
+    }
 }
 
 /// `body`, each of whose polls `inspector` sees.
@@ -60,7 +66,7 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.inspector.is_end_stream(&self.body)
     }
 
     fn size_hint(&self) -> SizeHint {
