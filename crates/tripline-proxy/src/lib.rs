@@ -90,7 +90,9 @@
 //! breaker state where identity did not change (`tripline proxy` reloads
 //! on SIGHUP); config errors naming file, line and field.; a choice of runtime
 //! ([`Threading`]: work-stealing, or one single-threaded runtime per core
-//! on `SO_REUSEPORT` listeners). Not yet: client certificates (mTLS).
+//! on `SO_REUSEPORT` listeners); mutual TLS both ways (client certificates
+//! verified on listeners and told upstream in `x-forwarded-client-cert`,
+//! the proxy's own certificate presented to clusters).
 //!
 //! # Layout: data flows one way
 //!

@@ -41,11 +41,12 @@ pub(crate) enum Operator {
     Retries,
     Attempts,
     DownstreamRemoteAddress,
+    DownstreamPeerSubject,
 }
 
 /// Every operator by name, in the order the error for an unknown one
 /// lists them.
-const OPERATORS: [(&str, Operator); 13] = [
+const OPERATORS: [(&str, Operator); 14] = [
     ("START_TIME", Operator::StartTime),
     ("METHOD", Operator::Method),
     ("PATH", Operator::Path),
@@ -62,6 +63,7 @@ const OPERATORS: [(&str, Operator); 13] = [
         "DOWNSTREAM_REMOTE_ADDRESS",
         Operator::DownstreamRemoteAddress,
     ),
+    ("DOWNSTREAM_PEER_SUBJECT", Operator::DownstreamPeerSubject),
 ];
 
 impl Template {

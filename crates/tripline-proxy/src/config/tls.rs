@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 
-/// A listener's TLS: its certificate chain and private key, PEM.
+/// A listener's TLS: its certificate chain and private key, PEM, and
+/// optionally the clients' certificates (mutual TLS).
 ///
 /// The listener then speaks TLS only, and offers HTTP/2 and HTTP/1.1 by
 /// ALPN: both protocols on one port, chosen by the client.
@@ -22,6 +23,47 @@ pub struct ListenerTls {
     pub cert: PathBuf,
     /// The private key of the leaf certificate (PEM: PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
+    /// The CA certificates (PEM) client certificates must chain to. With
+    /// it, a client that presents a certificate is verified (and refused
+    /// at the handshake when it does not chain); see
+    /// `require_client_cert` for clients that present none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca: Option<PathBuf>,
+    /// Refuse, at the handshake, a client that presents no certificate
+    /// (needs `client_ca`). Off: such a client is served, unidentified.
+    #[serde(default)]
+    pub require_client_cert: bool,
+    /// Tell the upstream who the verified client is, in
+    /// `x-forwarded-client-cert` as Envoy writes it (`Hash=…;Subject="…";
+    /// URI=…;DNS=…`). The client's own header of that name is always
+    /// removed on such a listener: only the proxy vouches for a client.
+    #[serde(default)]
+    pub forward_client_cert: bool,
+    /// Write the verified client's subject in the access log
+    /// (`client_cert` in JSON, `%DOWNSTREAM_PEER_SUBJECT%` in text).
+    #[serde(default)]
+    pub log_client_cert: bool,
+}
+
+impl ListenerTls {
+    /// Checks what can be checked without reading files; `at` is the
+    /// listener's place in the file (`listeners[0]`).
+    pub(crate) fn validate(&self, at: &str) -> Result<(), ConfigError> {
+        let needs_ca = [
+            ("require_client_cert", self.require_client_cert),
+            ("forward_client_cert", self.forward_client_cert),
+            ("log_client_cert", self.log_client_cert),
+        ];
+        if self.client_ca.is_none()
+            && let Some((field, _)) = needs_ca.iter().find(|(_, on)| *on)
+        {
+            return Err(ConfigError::invalid(
+                format!("{at}.tls.{field}"),
+                "needs tls.client_ca: client certificates are verified against it",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How the proxy reaches a cluster's endpoints over TLS.
@@ -41,6 +83,13 @@ pub struct ClusterTls {
     /// that picks `h2` is spoken to over HTTP/2 (one multiplexed
     /// connection), else over HTTP/1.1 (a keep-alive pool).
     pub alpn: Vec<AlpnProtocol>,
+    /// The proxy's client certificate chain (PEM), for endpoints that
+    /// require mutual TLS; with `key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// The private key of `cert` (PEM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
 }
 
 impl Default for ClusterTls {
@@ -50,6 +99,8 @@ impl Default for ClusterTls {
             ca: None,
             server_name: None,
             alpn: vec![AlpnProtocol::H2, AlpnProtocol::Http1],
+            cert: None,
+            key: None,
         }
     }
 }
@@ -92,6 +143,21 @@ impl ClusterTls {
                     format!("offers {:?} twice", String::from_utf8_lossy(p.id())),
                 ));
             }
+        }
+        match (&self.cert, &self.key) {
+            (Some(_), None) => {
+                return Err(ConfigError::invalid(
+                    format!("{at}.tls.key"),
+                    "required with tls.cert: the client certificate's private key",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::invalid(
+                    format!("{at}.tls.cert"),
+                    "required with tls.key: the client certificate it belongs to",
+                ));
+            }
+            _ => {}
         }
         if let Some(name) = &self.server_name {
             rustls_pki_types::ServerName::try_from(name.as_str()).map_err(|_| {

@@ -29,6 +29,9 @@ impl ProxyConfig {
                     format!("must be ip:port, got {:?}", l.address),
                 )
             })?;
+            if let Some(tls) = &l.tls {
+                tls.validate(&format!("listeners[{i}]"))?;
+            }
         }
         if let Some(admin) = &self.admin {
             let address = admin.address.parse::<SocketAddr>().map_err(|_| {

@@ -53,7 +53,7 @@ mod writer;
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
@@ -106,6 +106,9 @@ pub(crate) struct Trail {
     path: String,
     peer: SocketAddr,
     attempts: Vec<Attempt>,
+    /// The verified client certificate's subject, on a listener that logs
+    /// it.
+    pub(crate) client_cert: Option<Arc<str>>,
 }
 
 /// One try, as the log shows it.
@@ -211,6 +214,7 @@ impl AccessLog {
             path: parts.uri.path().to_owned(),
             peer,
             attempts: Vec::new(),
+            client_cert: None,
         })
     }
 

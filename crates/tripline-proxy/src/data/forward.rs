@@ -27,6 +27,7 @@ use crate::http::headers::{ForwardedValues, has_hop_by_hop, strip_hop_by_hop};
 use crate::http::rejection::{RETRY_REFUSED_HEADER, Reason, Rejection, mark_overloaded};
 use crate::table::route::Route;
 use crate::upstream::Outbound;
+use crate::upstream::tls::ClientCert;
 use attempt::Tried;
 
 /// The endpoints a request has tried, in order: inline for the first two
@@ -44,6 +45,9 @@ pub(crate) struct Downstream {
     /// `https` on a TLS listener: a service that builds absolute URLs or
     /// sets `Secure` cookies from it must not be told `http` on HTTPS.
     forwarded: ForwardedValues,
+    /// The client's verified certificate, on a mutual-TLS listener that
+    /// forwards or logs it.
+    client_cert: Option<Arc<ClientCert>>,
 }
 
 impl Downstream {
@@ -53,7 +57,14 @@ impl Downstream {
         Downstream {
             peer,
             forwarded: ForwardedValues::new(peer.ip(), proto),
+            client_cert: None,
         }
+    }
+
+    /// The same client, identified by its certificate.
+    pub(crate) fn with_client_cert(mut self, cert: Option<Arc<ClientCert>>) -> Downstream {
+        self.client_cert = cert;
+        self
     }
 }
 
@@ -86,6 +97,9 @@ pub(crate) async fn handle_with_one_host(
     // One table for the whole request, whatever a reload does meanwhile.
     let table = proxy.table.load_full();
     let mut line = Pending::begin(&proxy.access_log, &parts, peer);
+    if let (Some(trail), Some(cert)) = (line.trail.as_mut(), &downstream.client_cert) {
+        trail.client_cert = cert.subject.clone();
+    }
     let Some(index) = table.routes.iter().position(|r| r.matches(&parts)) else {
         return refuse_unrouted(proxy, line, Reason::NoRoute);
     };
@@ -169,6 +183,9 @@ async fn forward(
         headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     }
     let peer = downstream.peer;
+    if let Some(cert) = &downstream.client_cert {
+        cert.apply(&mut parts.headers);
+    }
     let (body, client_body) = watch(body);
     let parts = Outbound {
         parts,

@@ -23,6 +23,7 @@ use crate::config::{ListenerSection, ProxySection};
 use crate::data::Ctx;
 use crate::data::forward::Downstream;
 use crate::http::drain::accept_until_drain;
+use crate::upstream::tls::ClientCert;
 
 mod connection;
 mod h1_fast;
@@ -45,9 +46,11 @@ pub(crate) async fn serve_listener(
     alive: mpsc::Sender<()>,
 ) {
     let settings = Arc::new(Settings::new(section, proxy));
+    let listener_tls = section.tls.clone().map(Arc::new);
     accept_until_drain(listener, stop, "accept failed", |stream, peer, stop| {
         let _ = stream.set_nodelay(true);
         let (inner, settings, alive) = (inner.clone(), settings.clone(), alive.clone());
+        let listener_tls = listener_tls.clone();
         match &tls {
             None => drop(tokio::spawn(async move {
                 let _alive = alive;
@@ -62,7 +65,12 @@ pub(crate) async fn serve_listener(
                     if let Some(stream) =
                         crate::upstream::tls::handshake(&acceptor, stream, limit).await
                     {
-                        let downstream = Downstream::new(peer, true);
+                        // Who the client is, when the listener tells it on.
+                        let cert = listener_tls.as_deref().and_then(|tls| {
+                            let peer_certs = stream.get_ref().1.peer_certificates();
+                            ClientCert::of(tls, peer_certs.and_then(|c| c.first()))
+                        });
+                        let downstream = Downstream::new(peer, true).with_client_cert(cert);
                         connection::serve(stream, downstream, inner, settings, stop).await;
                     }
                 });

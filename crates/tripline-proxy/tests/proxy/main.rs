@@ -30,6 +30,7 @@ mod http1_serving;
 mod keyed_breakers;
 mod log_lines;
 mod metrics;
+mod mtls;
 mod outlier;
 mod parking;
 mod per_core;

@@ -26,6 +26,8 @@ struct Line<'a> {
     peer: SocketAddr,
     #[serde(serialize_with = "tries")]
     attempts: &'a [Attempt],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_cert: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -51,6 +53,7 @@ pub(super) fn render(record: &Record, out: &mut Vec<u8>) -> serde_json::Result<(
         duration_ms: millis(record.duration),
         peer: trail.peer,
         attempts: &trail.attempts,
+        client_cert: trail.client_cert.as_deref(),
     };
     serde_json::to_writer(out, &line)
 }

@@ -41,6 +41,12 @@ fn value(operator: Operator, record: &Record, out: &mut Vec<u8>) -> io::Result<(
         Operator::Retries => write!(out, "{}", record.retries()),
         Operator::Attempts => attempts(record, out),
         Operator::DownstreamRemoteAddress => write!(out, "{}", trail.peer),
+        // A subject holds spaces: quoted, as Envoy's `%REQ(…)%`-style
+        // values with spaces are, so a line still splits on spaces.
+        Operator::DownstreamPeerSubject => match trail.client_cert.as_deref() {
+            Some(subject) => write!(out, "\"{}\"", subject.replace('"', "'")),
+            None => out.write_all(b"-"),
+        },
     }
 }
 
