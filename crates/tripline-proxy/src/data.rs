@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 
 use crate::config::ProxySection;
 use crate::data::access_log::AccessLog;
+use crate::http::coarse_timer::CoarseTimers;
 use crate::http::drain::DrainSwitch;
 use crate::table::Table;
 use crate::table::fault::Faults;
@@ -41,4 +42,7 @@ pub(crate) struct Ctx {
     pub(crate) connect_log: ConnectFailureLog,
     /// The operator's drain: HTTP/1 connections close after their answer.
     pub(crate) drain: DrainSwitch,
+    /// Ends tries at the default limit of a route that sets none, without
+    /// a timer of the runtime's per try (see the coarse timer's docs).
+    pub(crate) coarse: Arc<CoarseTimers>,
 }

@@ -4,6 +4,7 @@
 //! spans and socket wrappers the server and the upstream client share.
 
 pub mod body;
+pub(crate) mod coarse_timer;
 pub(crate) mod drain;
 pub(crate) mod grpc;
 pub(crate) mod h1_spans;

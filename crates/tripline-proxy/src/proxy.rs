@@ -133,6 +133,7 @@ impl ProxyBuilder {
             access_log,
             connect_log: Default::default(),
             drain: drain.clone(),
+            coarse: Default::default(),
         });
         let control = Arc::new(Control {
             config: config.clone(),

@@ -8,6 +8,7 @@
 mod attempt;
 mod fallback;
 mod hedge;
+mod limits;
 mod no_healthy;
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ use crate::table::route::Route;
 use crate::upstream::Outbound;
 use crate::upstream::tls::ClientCert;
 use attempt::Tried;
+use limits::Limits;
 
 /// The endpoints a request has tried, in order: inline for the first two
 /// (nearly every request tries one), so that a request allocates nothing
@@ -160,13 +162,15 @@ async fn forward(
     let own = route.timeout.overall.map(|d| Deadline::after(&clock, d));
     // The default limit of a route that sets none guards the request but
     // is not forwarded: upstreams see a deadline only when the client or
-    // the route set one.
-    let forwards_deadline = incoming.is_some() || own.is_some();
-    let guard = match (own, route.timeout.unlimited) {
-        (None, false) => Some(Deadline::after(&clock, DEFAULT_OVERALL)),
-        _ => None,
+    // the route set one (then cut to the default, which the proxy keeps).
+    let default_limit = own.is_none() && !route.timeout.unlimited;
+    let (deadline, default_guard) = match (incoming, default_limit) {
+        (Some(incoming), true) => {
+            let default = Deadline::after(&clock, DEFAULT_OVERALL);
+            (Deadline::earliest(Some(incoming), Some(default)), false)
+        }
+        (incoming, default_limit) => (Deadline::earliest(incoming, own), default_limit),
     };
-    let deadline = Deadline::earliest(Deadline::earliest(incoming, own), guard);
     // Only a request with hop-by-hop headers can ask for an upgrade; the
     // others (nearly all) pay one pass over their header names.
     let upgrade = match has_hop_by_hop(&parts.headers) {
@@ -192,16 +196,24 @@ async fn forward(
         forwarded: downstream.forwarded,
         client_body,
         upgrade: upgrade.is_some(),
-        forwards_deadline,
     };
     let mut body = RequestBody::Once(Some(body));
-    let response = protected(proxy, route, &parts, &mut body, deadline, peer, trail).await;
+    let response = protected(
+        proxy,
+        route,
+        &parts,
+        &mut body,
+        (deadline, default_guard),
+        peer,
+        trail,
+    )
+    .await;
     fallback::apply(
         proxy,
         route,
         &parts,
         &mut body,
-        deadline,
+        Limits::lazy(deadline, default_guard),
         response,
         trail.as_mut(),
     )
@@ -215,7 +227,7 @@ async fn protected(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    (deadline, default_guard): (Option<Deadline>, bool),
     peer: SocketAddr,
     trail: &mut Option<Trail>,
 ) -> Response<ProxyBody> {
@@ -251,6 +263,11 @@ async fn protected(
         None => None,
     };
     let start = tokio::time::Instant::now();
+    // The default limit counts from here, on the reading just taken.
+    let limits = Limits {
+        deadline,
+        guard: default_guard.then(|| start + DEFAULT_OVERALL),
+    };
     if deadline.is_some_and(|d| d.is_expired(&clock)) {
         return reject(Reason::DeadlineExceeded).response();
     }
@@ -304,7 +321,7 @@ async fn protected(
             route,
             parts,
             body,
-            deadline,
+            limits,
             &mut endpoints,
             trail.as_mut(),
         )
@@ -399,15 +416,15 @@ pub(crate) async fn answer_from(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    limits: Limits,
     trail: Option<&mut Trail>,
 ) -> Response<ProxyBody> {
     let mut tried = TriedEndpoints::new();
     let tried = match trail {
         Some(trail) => {
-            hedge::try_logged(proxy, route, parts, body, deadline, &mut tried, trail).await
+            hedge::try_logged(proxy, route, parts, body, limits, &mut tried, trail).await
         }
-        None => attempt::try_once(proxy, route, parts, body, deadline, &mut tried).await,
+        None => attempt::try_once(proxy, route, parts, body, limits, &mut tried).await,
     };
     tried.into_response(route, |_| {})
 }

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use crate::config::{ConfigError, ProxyConfig};
 use crate::control::reload::ReloadReport;
-use crate::http::drain::{CUT, DRAINING, RUNNING, shutdown_signal};
+use crate::http::drain::{CUT, DRAINING, RUNNING, reached, shutdown_signal};
 use crate::proxy::Proxy;
 use crate::proxy::runtime::Binding;
 
@@ -79,6 +79,17 @@ impl Proxy {
         }
         let mut admin = None;
         if binding.is_first() {
+            // Not a task of `accept`, which ends when the drain begins:
+            // tries that the default limit ends may still be in flight.
+            // It ends at the cut, when no request is left to end.
+            let coarse = data.coarse.clone();
+            let mut until_cut = stop_rx.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = coarse.run() => {}
+                    () = reached(&mut until_cut, CUT) => {}
+                }
+            });
             crate::control::dns::spawn_refreshers(control, &mut accept);
             crate::control::config_source::spawn(control, &mut accept)?;
         }

@@ -24,10 +24,6 @@ pub(crate) struct Outbound {
     /// on an HTTP/1.1 connection the endpoint may take over with `101`,
     /// and is never hedged.
     pub(crate) upgrade: bool,
-    /// Whether the request's deadline is told upstream: it is when the
-    /// client sent one or the route sets its own limit, not when only the
-    /// default limit guards the request.
-    pub(crate) forwards_deadline: bool,
 }
 
 impl Deref for Outbound {

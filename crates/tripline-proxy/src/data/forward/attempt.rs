@@ -1,5 +1,6 @@
 //! One try on one endpoint.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use http::{Response, header};
@@ -18,6 +19,8 @@ use crate::http::rejection::{Reason, Rejection};
 use crate::table::route::Route;
 use crate::table::shadow::ShadowFeed;
 use crate::upstream::Outbound;
+
+use super::limits::Limits;
 
 /// What one try came to.
 pub(super) enum Tried {
@@ -152,11 +155,11 @@ pub(super) async fn try_once(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    limits: Limits,
     tried: &mut TriedEndpoints,
 ) -> Tried {
-    match prepare(route, body, deadline, tried) {
-        Ok(ready) => send(proxy, route, parts, ready, deadline).await,
+    match prepare(route, body, limits.deadline, tried) {
+        Ok(ready) => send(proxy, route, parts, ready, limits).await,
         Err(refused) => Tried::Refused(refused),
     }
 }
@@ -205,8 +208,9 @@ pub(super) async fn send(
     route: &Route,
     parts: &Outbound,
     ready: Ready,
-    deadline: Option<Deadline>,
+    limits: Limits,
 ) -> Tried {
+    let deadline = limits.deadline;
     let Ready { lease, body } = ready;
     let shadow = route.endpoint_shadow_feed(lease.endpoint().id());
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
@@ -221,15 +225,11 @@ pub(super) async fn send(
     // The deadline forwarded is the try's own when that is the earlier: an
     // endpoint that did not know the per-try timeout would work on after
     // the proxy gave up on the try. Without a request deadline nothing is
-    // forwarded, as before (that keeps the bodiless HTTP/1.1 fast path),
-    // nor is the default limit of a route that sets none.
-    let forwarded =
-        deadline
-            .filter(|_| parts.forwards_deadline)
-            .map(|d| match route.timeout.per_try {
-                Some(per_try) => d.min(Deadline::after(&TokioClock, per_try)),
-                None => d,
-            });
+    // forwarded, as before (that keeps the bodiless HTTP/1.1 fast path).
+    let forwarded = deadline.map(|d| match route.timeout.per_try {
+        Some(per_try) => d.min(Deadline::after(&TokioClock, per_try)),
+        None => d,
+    });
     let fault = proxy.faults.roll(&route.name, parts, address);
     let sent = async {
         fault.delay().await;
@@ -245,9 +245,29 @@ pub(super) async fn send(
             }
         }
     };
-    let result = match limit {
-        Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
-        None => Ok(sent.await),
+    let result = match (limit, limits.guard) {
+        (None, None) => Ok(sent.await),
+        (Some(limit), None) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
+        // The default limit of a route that sets none: it almost never
+        // fires, so the coarse timer ends the try, not a runtime timer.
+        (limit, Some(guard)) => {
+            // Pinned in place and raced by hand: no copy of the try's
+            // future into a combinator's.
+            let mut sent = std::pin::pin!(sent);
+            let mut due = std::pin::pin!(proxy.coarse.sleep_until(guard));
+            let guarded = std::future::poll_fn(|cx| {
+                if let Poll::Ready(sent) = sent.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(sent));
+                }
+                due.as_mut().poll(cx).map(|()| Err(()))
+            });
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, guarded)
+                    .await
+                    .unwrap_or(Err(())),
+                None => guarded.await,
+            }
+        }
     };
     match result {
         Ok(Ok(mut response)) => {

@@ -8,7 +8,6 @@ use std::time::Duration;
 use http::{HeaderValue, Response, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use tripline::timeout::Deadline;
 
 use crate::config::UPSTREAM_FAILURE;
 use crate::data::Ctx;
@@ -19,6 +18,8 @@ use crate::http::rejection::{DEGRADED_HEADER, RETRY_REFUSED_HEADER};
 use crate::table::fallback::Kind;
 use crate::table::route::Route;
 use crate::upstream::Outbound;
+
+use super::limits::LazyLimits;
 
 /// How long a replaced upstream answer may take to be read to its end
 /// (so it settles the breakers) before it is dropped, neutrally.
@@ -31,7 +32,7 @@ pub(crate) async fn apply(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    limits: LazyLimits,
     response: Response<ProxyBody>,
     trail: Option<&mut Trail>,
 ) -> Response<ProxyBody> {
@@ -70,7 +71,7 @@ pub(crate) async fn apply(
                 return response;
             }
             drain(response);
-            super::answer_from(proxy, secondary, parts, body, deadline, trail).await
+            super::answer_from(proxy, secondary, parts, body, limits.take(), trail).await
         }
     };
     let headers = answer.headers_mut();

@@ -22,8 +22,6 @@
 //! sent and closed with its own outcome when it ends; a try still open
 //! when the race is won lost it, and is closed as `cancelled`.
 
-use tripline::timeout::Deadline;
-
 use super::TriedEndpoints;
 use super::attempt::{self, Tried};
 use crate::data::Ctx;
@@ -31,6 +29,8 @@ use crate::data::access_log::Trail;
 use crate::http::body::RequestBody;
 use crate::table::route::Route;
 use crate::upstream::Outbound;
+
+use super::limits::Limits;
 use std::sync::{Mutex, PoisonError};
 
 /// One try, hedged when the route says so and the request allows it;
@@ -40,7 +40,7 @@ pub(super) async fn try_maybe_hedged(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    limits: Limits,
     tried: &mut TriedEndpoints,
     trail: Option<&mut Trail>,
 ) -> Tried {
@@ -51,8 +51,8 @@ pub(super) async fn try_maybe_hedged(
         // were no log: no clock reading, no list.
         _ => {
             return match trail {
-                None => attempt::try_once(proxy, route, parts, body, deadline, tried).await,
-                Some(trail) => try_logged(proxy, route, parts, body, deadline, tried, trail).await,
+                None => attempt::try_once(proxy, route, parts, body, limits, tried).await,
+                Some(trail) => try_logged(proxy, route, parts, body, limits, tried, trail).await,
             };
         }
     };
@@ -74,7 +74,7 @@ pub(super) async fn try_maybe_hedged(
     let raced = hedge
         .call(|number| {
             let before = tried.len();
-            let prepared = match attempt::prepare(route, body, deadline, tried) {
+            let prepared = match attempt::prepare(route, body, limits.deadline, tried) {
                 // The first try is the request's own; every later one is
                 // extra load, paid like a retry. Unpaid, the prepared
                 // lease is dropped: released, never sent.
@@ -97,7 +97,7 @@ pub(super) async fn try_maybe_hedged(
             let put_aside = &put_aside;
             async move {
                 let tried = match prepared {
-                    Some(Ok(ready)) => attempt::send(proxy, route, parts, ready, deadline).await,
+                    Some(Ok(ready)) => attempt::send(proxy, route, parts, ready, limits).await,
                     Some(Err(refused)) => Tried::Refused(refused),
                     None => return Err(()),
                 };
@@ -141,15 +141,15 @@ pub(super) async fn try_logged(
     route: &Route,
     parts: &Outbound,
     body: &mut RequestBody,
-    deadline: Option<Deadline>,
+    limits: Limits,
     tried: &mut TriedEndpoints,
     trail: &mut Trail,
 ) -> Tried {
     let before = tried.len();
-    let prepared = attempt::prepare(route, body, deadline, tried);
+    let prepared = attempt::prepare(route, body, limits.deadline, tried);
     let open = trail.open_try(tried.get(before), false);
     let outcome = match prepared {
-        Ok(ready) => attempt::send(proxy, route, parts, ready, deadline).await,
+        Ok(ready) => attempt::send(proxy, route, parts, ready, limits).await,
         Err(refused) => Tried::Refused(refused),
     };
     trail.close_try(open, outcome.name());
