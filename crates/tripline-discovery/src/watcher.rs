@@ -58,7 +58,7 @@ impl Outputs {
                 config.protocol
             );
         }
-        self.publish_set(config, membership);
+        // Status first: whoever sees the new set sees its status too.
         self.status.send_modify(|s| {
             s.session = Session::Connected;
             s.reads += 1;
@@ -73,6 +73,7 @@ impl Outputs {
             s.kept_last_set = !applied;
             s.last_error = None;
         });
+        self.publish_set(config, membership);
     }
 
     /// Publishes the membership's set if it differs from the last one.
