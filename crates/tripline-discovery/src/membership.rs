@@ -146,3 +146,70 @@ impl Membership {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn read(providers: &[(&str, u32)]) -> Read {
+        Read {
+            providers: providers
+                .iter()
+                .map(|(a, w)| ((*a).to_owned(), *w))
+                .collect(),
+            ..Read::default()
+        }
+    }
+
+    fn addresses(m: &Membership) -> Vec<(String, bool)> {
+        m.set()
+            .providers()
+            .iter()
+            .map(|p| (p.address.clone(), p.leaving))
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_vanished_provider_leaves_after_its_grace_unless_it_returns() {
+        let mut m = Membership::new(Some(Duration::from_secs(10)));
+        assert!(m.apply(&read(&[("a:1", 100), ("b:1", 100)]), Instant::now()));
+        m.apply(&read(&[("a:1", 100)]), Instant::now());
+        assert_eq!(addresses(&m), [("a:1".into(), false), ("b:1".into(), true)]);
+        let deadline = m.next_expiry().unwrap();
+        tokio::time::advance(Duration::from_secs(9)).await;
+        m.expire(Instant::now());
+        assert_eq!(m.set().providers().len(), 2, "within its grace");
+        tokio::time::sleep_until(deadline).await;
+        m.expire(Instant::now());
+        assert_eq!(addresses(&m), [("a:1".into(), false)]);
+        assert_eq!(m.next_expiry(), None);
+        // One that comes back within its grace is simply present again.
+        m.apply(&read(&[("c:1", 5)]), Instant::now());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        m.apply(&read(&[("a:1", 100), ("c:1", 5)]), Instant::now());
+        tokio::time::advance(Duration::from_secs(60)).await;
+        m.expire(Instant::now());
+        assert_eq!(
+            addresses(&m),
+            [("a:1".into(), false), ("c:1".into(), false)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_without_a_usable_provider_keeps_the_last_set() {
+        let mut m = Membership::new(None);
+        m.apply(&read(&[("a:1", 100)]), Instant::now());
+        let garbage = Read {
+            skipped: vec![("%zz".into(), "bad".into())],
+            ..Read::default()
+        };
+        assert!(!m.apply(&garbage, Instant::now()));
+        assert!(!m.apply(&Read::default(), Instant::now()));
+        assert_eq!(addresses(&m), [("a:1".into(), false)]);
+        // Without grace, a provider missing from a usable read leaves at once.
+        assert!(m.apply(&read(&[("b:1", 100)]), Instant::now()));
+        assert_eq!(addresses(&m), [("b:1".into(), false)]);
+    }
+}
