@@ -41,6 +41,7 @@ mod diff;
 mod document;
 pub mod etcd;
 mod file;
+mod fleet_view;
 mod metrics;
 mod rollout;
 
@@ -50,6 +51,7 @@ pub use applier::{
     OverrideHolder, PushedAt, RolloutPhase,
 };
 pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
+pub use fleet_view::{FleetBreaker, FleetState, fleet_view};
 pub use diff::{FieldChange, diff_configs, diff_documents};
 pub use document::{
     BreakerTable, Document, DocumentError, DocumentWarning, FleetOverride, MAX_DOCUMENT_BYTES,

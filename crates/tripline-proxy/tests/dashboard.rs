@@ -6,6 +6,8 @@
 //! document written to the watched file shows on the page as the new
 //! config version within 2 s, with each breaker's managed marker; a
 //! refused one shows its error, and an operator override its marker.
+//! With an etcd config source, the fleet panel sums the instances' status
+//! keys: a breaker forced open on two of three proxies shows as such.
 //!
 //! Needs the Debian packages `chromium` and `chromium-driver`; without
 //! them the test fails naming them (it never skips).
@@ -15,6 +17,9 @@
 #[allow(dead_code)] // the proxy tests' helpers; this test uses a few
 #[path = "proxy/support.rs"]
 mod support;
+
+#[path = "../../tripline-config/tests/support/etcd_server.rs"]
+mod etcd_server;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -359,4 +364,51 @@ async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live(
 
     page.close().await.unwrap();
     assert!(running.shutdown().await.complete);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_panel_shows_a_breaker_open_on_two_of_three_instances() {
+    let driver = Driver::start().await;
+    let etcd = etcd_server::Etcd::start().await;
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let mut fleet = Vec::new();
+    for i in 1..=3 {
+        let text = format!(
+            "{}\n[admin]\naddress = \"127.0.0.1:0\"\n\n[config_source]\nkind = \"etcd\"\nendpoint = \"{}\"\nprefix = \"/tripline/dash\"\ninstance_id = \"edge-{i}\"\nstatus_interval = \"100ms\"\nlease_ttl = \"2s\"\n",
+            config(&[upstream.addr], ROUTE, ""),
+            etcd.endpoint()
+        );
+        let (proxy, running, _addr, _clock) = start_proxy(&text).await;
+        let admin = running.admin_addr().unwrap();
+        fleet.push((proxy, running, admin));
+    }
+    // An operator forces the breaker open on two of them.
+    for (_, _, admin) in &fleet[1..] {
+        let forced = admin_json(*admin, "POST", "/api/breakers/api/force-open", "").await;
+        assert_eq!(forced.status, 200, "{}", forced.body);
+    }
+    let page = driver.browser().await;
+    page.goto(&format!("http://{}/", fleet[0].2)).await.unwrap();
+    let took = until_text(
+        &page,
+        "#fleet tr[data-breaker=\"api\"][data-state=\"forced_open\"]",
+        "2 of 3 (edge-2, edge-3)",
+        Duration::from_secs(10),
+    )
+    .await;
+    println!("the fleet panel showed 2 of 3 forced open in {took:?}");
+    let closed = page_text(
+        &page,
+        "#fleet tr[data-breaker=\"api\"][data-state=\"closed\"]",
+    )
+    .await;
+    assert!(closed.contains("1 of 3 (edge-1)"), "{closed}");
+    // The API the panel reads says the same.
+    let api: Value =
+        serde_json::from_str(&send(fleet[0].2, "GET", "/api/fleet", &[]).await.body).unwrap();
+    assert_eq!(api["instances"], json!(["edge-1", "edge-2", "edge-3"]));
+    page.close().await.unwrap();
+    for (_, running, _) in fleet {
+        running.shutdown().await;
+    }
 }

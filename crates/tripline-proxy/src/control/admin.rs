@@ -35,6 +35,7 @@ mod config_api;
 mod dashboard;
 mod events;
 mod faults;
+mod fleet;
 mod hub;
 #[cfg(test)]
 mod openapi_sync;
@@ -121,6 +122,7 @@ pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/breakers/{name}/metrics-only"),
     ("POST", "/api/breakers/{name}/reset"),
     ("GET", "/api/outliers"),
+    ("GET", "/api/fleet"),
     ("GET", "/api/config"),
     ("PUT", "/api/config"),
     ("GET", "/api/audit"),
@@ -234,6 +236,7 @@ where
         }
         "/api/breakers" => not_allowed("GET"),
         "/api/outliers" => get_only(|t, a| outliers::list(t, &a.hub)),
+        "/api/fleet" => fleet::answer(proxy, &method).await,
         "/api/audit" => get_only(|_, a| a.audit.to_json()),
         "/api/config" => match method {
             Method::GET => config_api::get(proxy),

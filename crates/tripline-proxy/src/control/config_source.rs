@@ -62,7 +62,13 @@ use prometheus_client::registry::Registry;
 use tokio::task::JoinSet;
 use tripline::CircuitBreakerConfig;
 use tripline::clock::SharedClock;
-use tripline_config::{Applier, ConfigMetrics, EtcdOptions, EtcdSource, FileSource};
+use tripline_config::etcd::{EtcdError, Gateway, fleet_status};
+use tripline_config::{
+    Applier, ConfigMetrics, EtcdOptions, EtcdSource, FileSource, InstanceStatus,
+};
+
+/// How long reading the fleet's status keys may take (for the dashboard).
+const FLEET_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 use crate::config::{ConfigSourceKind, ConfigSourceSection, ProxyConfig};
 use crate::control::Control;
@@ -76,6 +82,8 @@ pub(crate) struct ConfigSource {
     /// The names adopted from the table in force, to release those a
     /// reload drops.
     adopted: Mutex<BTreeSet<String>>,
+    /// Where the fleet's status keys are read, with an etcd source.
+    fleet: Option<(Gateway, String)>,
 }
 
 impl ConfigSource {
@@ -93,12 +101,30 @@ impl ConfigSource {
             .clock(clock.clone())
             .metrics(metrics.clone())
             .build();
+        let fleet = match section.kind {
+            ConfigSourceKind::Etcd => Some((
+                Gateway::new(
+                    section.endpoint.clone().unwrap_or_default(),
+                    FLEET_READ_TIMEOUT,
+                ),
+                section.prefix.clone().unwrap_or_default(),
+            )),
+            ConfigSourceKind::File => None,
+        };
         Some(ConfigSource {
             applier,
             metrics,
             section,
             adopted: Mutex::new(BTreeSet::new()),
+            fleet,
         })
+    }
+
+    /// Every live instance's status under the etcd prefix (this one's
+    /// included); `None` without an etcd source.
+    pub(crate) async fn fleet(&self) -> Option<Result<Vec<InstanceStatus>, EtcdError>> {
+        let (gateway, prefix) = self.fleet.as_ref()?;
+        Some(fleet_status(gateway, prefix).await)
     }
 
     /// The applier (for the admin API's overrides and audit).

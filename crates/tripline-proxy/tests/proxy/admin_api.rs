@@ -353,6 +353,6 @@ async fn every_route_of_the_openapi_file_is_served() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 21);
+    assert_eq!(checked, 22);
     assert!(running.shutdown().await.complete);
 }
