@@ -4,6 +4,7 @@
 //! Dubbo providers register under `/dubbo/<interface>/providers`, one
 //! ephemeral child per provider and protocol, each named by its URL
 //! percent-encoded ([`ProviderUrl`]). [`spawn`] starts a task that reads
+//! (or [`watcher()`] hands over the future, for a caller's own task set)
 //! that folder with a ZooKeeper watch, reads it again on every change, and
 //! publishes the usable providers ([`ProviderSet`]: the chosen protocol,
 //! enabled, with Dubbo's weight) on a `tokio::sync::watch` channel, with a
@@ -57,6 +58,10 @@ mod provider;
 mod set;
 mod watcher;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
@@ -65,31 +70,61 @@ pub use membership::Read;
 pub use provider::{DEFAULT_WEIGHT, ParseError, ProviderUrl, decode, encode};
 pub use set::{Provider, ProviderSet, Session, Status};
 
-/// A running watcher: its providers and status, until dropped (which
-/// stops it and closes its ZooKeeper session).
+/// A watcher's providers and status. Dropped with every receiver it gave
+/// out, the watcher stops and closes its ZooKeeper session; one from
+/// [`spawn`] also stops its task at once when dropped.
 #[derive(Debug)]
 pub struct Discovery {
     providers: watch::Receiver<ProviderSet>,
     status: watch::Receiver<Status>,
-    task: AbortHandle,
+    task: Option<AbortHandle>,
 }
 
-/// Validates `config` and starts following it on the current tokio
-/// runtime (it panics outside one, as `tokio::spawn` does).
+/// The watcher itself, to run where the caller keeps its background work
+/// (a `JoinSet` the proxy aborts when it drains): it ends once no
+/// receiver of the set is left.
+pub struct Watcher(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl Future for Watcher {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watcher")
+    }
+}
+
+/// Validates `config` and returns the watcher to run and its outputs.
 ///
 /// The set is empty until the first read; the status says `Connecting`
 /// until the first session.
-pub fn spawn(config: &ZooKeeperDiscovery) -> Result<Discovery, ConfigError> {
+pub fn watcher(config: &ZooKeeperDiscovery) -> Result<(Discovery, Watcher), ConfigError> {
     config.validate()?;
     let (providers, providers_rx) = watch::channel(ProviderSet::default());
     let (status, status_rx) = watch::channel(Status::default());
     let out = watcher::Outputs { providers, status };
-    let task = tokio::spawn(watcher::run(config.clone(), out)).abort_handle();
-    Ok(Discovery {
+    let discovery = Discovery {
         providers: providers_rx,
         status: status_rx,
-        task,
-    })
+        task: None,
+    };
+    Ok((
+        discovery,
+        Watcher(Box::pin(watcher::run(config.clone(), out))),
+    ))
+}
+
+/// Validates `config` and starts following it on the current tokio
+/// runtime (it panics outside one, as `tokio::spawn` does).
+pub fn spawn(config: &ZooKeeperDiscovery) -> Result<Discovery, ConfigError> {
+    let (mut discovery, watcher) = watcher(config)?;
+    discovery.task = Some(tokio::spawn(watcher).abort_handle());
+    Ok(discovery)
 }
 
 impl Discovery {
@@ -106,6 +141,8 @@ impl Discovery {
 
 impl Drop for Discovery {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }

@@ -121,16 +121,25 @@ impl Outputs {
     }
 }
 
-/// Follows `config` until the task is aborted.
+/// Follows `config` until every receiver of the set is dropped (or the
+/// task is aborted); the session closes with it.
 pub(crate) async fn run(config: ZooKeeperDiscovery, out: Outputs) {
+    tokio::select! {
+        () = follow_sessions(&config, &out) => {}
+        () = out.providers.closed() => {}
+    }
+}
+
+/// One session after another, for ever.
+async fn follow_sessions(config: &ZooKeeperDiscovery, out: &Outputs) {
     let mut membership = Membership::new(config.grace);
     let mut backoff = Backoff::default();
     let mut sessions = 0u64;
     loop {
-        let client = match connect(&config).await {
+        let client = match connect(config).await {
             Ok(client) => client,
             Err(error) => {
-                out.lost(&config, false, error);
+                out.lost(config, false, error);
                 tokio::time::sleep(backoff.next_delay()).await;
                 continue;
             }
@@ -140,8 +149,8 @@ pub(crate) async fn run(config: ZooKeeperDiscovery, out: Outputs) {
         }
         sessions += 1;
         backoff.reset();
-        let ended = follow::follow(&client, &config, &mut membership, &out).await;
-        out.lost(&config, true, ended);
+        let ended = follow::follow(&client, config, &mut membership, out).await;
+        out.lost(config, true, ended);
         tokio::time::sleep(backoff.next_delay()).await;
     }
 }

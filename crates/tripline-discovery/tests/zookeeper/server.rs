@@ -41,18 +41,23 @@ pub struct ZooKeeper {
 impl ZooKeeper {
     /// Starts a server on a free port (tick 200 ms: sessions of 0.4–4 s).
     pub async fn start() -> ZooKeeper {
+        let mut zk = ZooKeeper::stopped();
+        zk.restart().await;
+        zk
+    }
+
+    /// A free port and a data dir, the server not started yet.
+    pub fn stopped() -> ZooKeeper {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
         let data = tempfile::tempdir().expect("a temp data dir");
-        let mut zk = ZooKeeper {
+        ZooKeeper {
             port,
             data,
             child: None,
-        };
-        zk.restart().await;
-        zk
+        }
     }
 
     /// `127.0.0.1:port`, as a connect string.

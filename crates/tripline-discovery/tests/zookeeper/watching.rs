@@ -141,3 +141,52 @@ async fn an_expired_session_keeps_the_providers_and_a_new_session_follows() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_not_up_yet_is_reported_and_followed_once_it_answers() {
+    bounded(async {
+        let mut zk = ZooKeeper::stopped();
+        let running = spawn(&discovery(&zk, None)).expect("a valid section");
+        let mut status = running.status();
+        let lost = wait_for(&mut status, "the failed connect reported", |s| {
+            s.last_error.is_some()
+        })
+        .await;
+        assert!(matches!(lost.session, Session::Lost { .. }), "{lost:?}");
+        assert!(running.providers().borrow().is_empty());
+
+        zk.restart_with(false).await;
+        let up = Instant::now();
+        let reg = registrar(&zk).await;
+        register(&reg, &url("tri", "127.0.0.1:50051", &[])).await;
+        let mut providers = running.providers();
+        wait_for(&mut providers, "the provider", |s| s.providers().len() == 1).await;
+        println!("followed {} ms after the server came up", ms(up));
+        assert!(
+            status.borrow().reconnects == 0,
+            "the first session is not a reconnect"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watcher_ends_when_nobody_listens() {
+    bounded(async {
+        let zk = ZooKeeper::start().await;
+        let reg = registrar(&zk).await;
+        register(&reg, &url("tri", "127.0.0.1:50051", &[])).await;
+        let (discovery, watcher) =
+            tripline_discovery::watcher(&discovery(&zk, None)).expect("a valid section");
+        let task = tokio::spawn(watcher);
+        let mut providers = discovery.providers();
+        wait_for(&mut providers, "the provider", |s| s.providers().len() == 1).await;
+        drop(providers);
+        drop(discovery);
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the watcher ends once its receivers are gone")
+            .expect("the watcher does not panic");
+    })
+    .await;
+}
