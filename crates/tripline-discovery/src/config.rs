@@ -61,6 +61,12 @@ fn default_session_timeout() -> Duration {
 }
 
 /// The provider protocols a cluster can follow.
+///
+/// ```
+/// use tripline_discovery::Protocol;
+///
+/// assert_eq!(Protocol::Tri.scheme(), "tri");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
@@ -93,6 +99,15 @@ impl fmt::Display for Protocol {
 }
 
 /// A discovery section that cannot be followed: which field, and why.
+///
+/// ```
+/// use tripline_discovery::ZooKeeperDiscovery;
+///
+/// let section = ZooKeeperDiscovery::new("zk-1", "/dubbo/com.example.OrderService/providers");
+/// let e = section.validate().unwrap_err();
+/// assert_eq!(e.field, "discovery.zookeeper");
+/// assert_eq!(e.to_string(), r#"discovery.zookeeper: expected host:port, got "zk-1""#);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {constraint}")]
 pub struct ConfigError {

@@ -23,6 +23,21 @@ use crate::provider::ProviderUrl;
 use crate::{Protocol, Provider, ProviderSet};
 
 /// What one read of the folder held, sorted into what counts.
+///
+/// ```
+/// use tripline_discovery::{Protocol, Read, encode};
+///
+/// let children = [
+///     encode("tri://10.0.0.5:50051/com.example.OrderService?weight=200"),
+///     encode("tri://10.0.0.6:50051/com.example.OrderService?enabled=false"),
+///     encode("dubbo://10.0.0.5:20880/com.example.OrderService"),
+///     "not%2a%zzurl".to_owned(),
+/// ];
+/// let read = Read::of(&children, Protocol::Tri);
+/// assert_eq!(read.providers.get("10.0.0.5:50051"), Some(&200));
+/// assert_eq!((read.disabled, read.skipped.len()), (1, 1));
+/// assert_eq!(read.other_protocols.get("dubbo"), Some(&1));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Read {
     /// Enabled providers of the chosen protocol, by address (one each).

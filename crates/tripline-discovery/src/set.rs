@@ -102,6 +102,14 @@ impl Session {
 }
 
 /// How discovery is going: for the proxy's metric, log line and flag.
+///
+/// ```
+/// use tripline_discovery::{Session, Status};
+///
+/// let status = Status::default();
+/// assert_eq!(status.session, Session::Connecting);
+/// assert!(!status.session.is_connected());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     /// The session now.
