@@ -10,6 +10,8 @@
 //! A lost connection is the client's to repair within the session timeout
 //! (the session and its watch survive it); meanwhile the set is frozen and
 //! the status says `Lost`. Once connected again the folder is read anew.
+//! With no server reachable for the whole session timeout the client
+//! gives the session up itself (`Expired`, about 1.4× the timeout here).
 //! An expired session (or one that could not be made) is replaced by a new
 //! one after a back-off doubling from 100 ms to 5 s, the set still frozen.
 //! Frozen means frozen: vanished providers' grace does not run out while

@@ -190,3 +190,50 @@ async fn the_watcher_ends_when_nobody_listens() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_longer_than_the_session_expires_it_and_the_set_stays() {
+    bounded(async {
+        let mut zk = ZooKeeper::start().await;
+        let reg = registrar(&zk).await;
+        register(&reg, &url("tri", "127.0.0.1:50051", &[])).await;
+        let running = spawn(&discovery(&zk, None)).expect("a valid section");
+        let mut providers = running.providers();
+        let mut status = running.status();
+        wait_for(&mut providers, "the provider", |s| s.providers().len() == 1).await;
+
+        zk.kill();
+        let killed = Instant::now();
+        wait_for(&mut status, "a lost session", |s| !connected(s)).await;
+        // No server for longer than the session's 2 s: the client gives
+        // the session up, and the status says expired.
+        let expired = wait_for(&mut status, "an expired session", |s| {
+            matches!(s.session, Session::Expired { .. })
+        })
+        .await;
+        println!(
+            "expiry reported {} ms after the kill (session 2 s)",
+            ms(killed)
+        );
+        let Session::Expired { since } = expired.session else {
+            unreachable!()
+        };
+        assert!(
+            since <= killed + Duration::from_millis(500),
+            "since the loss, not the expiry"
+        );
+        assert_eq!(
+            addresses(&providers.borrow()),
+            ["127.0.0.1:50051"],
+            "the last set stays"
+        );
+
+        zk.restart_with(false).await;
+        let restarted = Instant::now();
+        let back = wait_for(&mut status, "a new session", connected).await;
+        println!("a new session read {} ms after the restart", ms(restarted));
+        assert!(back.reconnects >= 1, "{back:?}");
+        assert_eq!(addresses(&providers.borrow()), ["127.0.0.1:50051"]);
+    })
+    .await;
+}
