@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tripline_discovery::{ProviderSet, ProviderUrl, Session, Status, ZooKeeperDiscovery, spawn};
 use zookeeper_client as zk;
 
+mod cluster;
 mod server;
 mod watching;
 
