@@ -29,6 +29,25 @@ async fn a_new_provider_joins_and_a_removed_one_leaves_after_its_grace() {
         );
         assert_eq!(set.get("127.0.0.1:50053").map(|p| p.weight), Some(50));
 
+        // The figure: znode created -> set published, over 20 joins.
+        let mut latencies = Vec::new();
+        for port in 50100..50120 {
+            let address = format!("127.0.0.1:{port}");
+            let created = Instant::now();
+            register(&reg, &url("tri", &address, &[])).await;
+            wait_for(&mut providers, "a join", |s| s.get(&address).is_some()).await;
+            latencies.push(created.elapsed());
+        }
+        latencies.sort();
+        println!(
+            "znode created -> set published over 20 joins: median {:?}, max {:?}",
+            latencies[10], latencies[19]
+        );
+        for port in 50100..50120 {
+            unregister(&reg, &url("tri", &format!("127.0.0.1:{port}"), &[])).await;
+        }
+        wait_for(&mut providers, "the 20 gone", |s| s.providers().len() == 3).await;
+
         let left = Instant::now();
         unregister(&reg, &b).await;
         let set = wait_for(&mut providers, "b marked leaving", |s| {
