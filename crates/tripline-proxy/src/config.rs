@@ -50,6 +50,7 @@ mod route;
 mod tls;
 mod validate;
 mod validate_admin;
+mod validate_discovery;
 mod validate_protect;
 
 use std::collections::BTreeMap;

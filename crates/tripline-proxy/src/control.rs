@@ -6,8 +6,10 @@
 
 pub(crate) mod admin;
 pub(crate) mod config_source;
+pub(crate) mod discovery;
 pub(crate) mod dns;
 pub(crate) mod reload;
+pub(crate) mod supervise;
 
 use std::sync::{Arc, Mutex};
 
@@ -44,6 +46,8 @@ pub(crate) struct Control {
     /// What the DNS refreshers follow: reloads update it (their clusters
     /// may be added, rebuilt or removed), the refreshers' supervisor runs it.
     pub(crate) dns: dns::Dns,
+    /// The clusters whose endpoints come from a registry (ZooKeeper).
+    pub(crate) discovery: discovery::Discoveries,
     /// The operator's drain (`POST /api/drain`), read by the data side.
     pub(crate) drain: DrainSwitch,
 }

@@ -14,6 +14,7 @@ use crate::config::{ConfigError, ProxyConfig};
 use crate::control::Control;
 use crate::control::admin::{AdminState, follow_applier};
 use crate::control::config_source::ConfigSource;
+use crate::control::discovery::Discoveries;
 use crate::control::dns::Dns;
 use crate::control::reload::ReloadReport;
 use crate::data::Ctx;
@@ -105,8 +106,10 @@ impl ProxyBuilder {
         let faults = Arc::new(Faults::new(&config, clock.clone(), dice));
         let access_log = AccessLog::new(&config.access_log);
         let admin = AdminState::build(&config)?;
+        let discovery = Discoveries::default();
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
+            discovery.register(registry, prefix);
             access_log.register(registry, prefix);
             admin.register(registry, prefix);
             if let Some(source) = &config_source {
@@ -123,6 +126,7 @@ impl ProxyBuilder {
             counters,
         };
         let dns = Dns::new(&table);
+        discovery.follow(&table);
         let table = Arc::new(ArcSwap::from_pointee(table));
         let drain = DrainSwitch::default();
         let data = Arc::new(Ctx {
@@ -145,6 +149,7 @@ impl ProxyBuilder {
             admin,
             config_source,
             dns,
+            discovery,
             drain,
         });
         control.admin.follow(&control.table.load());

@@ -40,6 +40,12 @@ pub struct ClusterSection {
     pub breaker: Option<CircuitBreakerConfig>,
     /// Outlier detection (library vocabulary); absent: off.
     pub outlier: Option<OutlierConfig>,
+    /// Endpoints from a registry instead of `endpoints`: Dubbo providers
+    /// followed in ZooKeeper (`{ zookeeper = "host:port", path =
+    /// "/dubbo/<interface>/providers", protocol = "tri" }`). Providers
+    /// that stay keep their state; see the discovery module.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<tripline_discovery::ZooKeeperDiscovery>,
 }
 
 /// The protocol the proxy speaks to a cluster's endpoints.
@@ -66,6 +72,9 @@ pub enum BalancerName {
     /// The less loaded of two random endpoints (power of two choices).
     #[serde(alias = "power_of_two_choices")]
     P2c,
+    /// At random, in proportion to the endpoints' weights (a registry's,
+    /// such as Dubbo's `weight`): Dubbo's default `random` balancer.
+    WeightedRandom,
 }
 
 impl BalancerName {
@@ -75,6 +84,7 @@ impl BalancerName {
             BalancerName::RoundRobin => Balancer::RoundRobin,
             BalancerName::LeastOutstanding => Balancer::LeastOutstanding,
             BalancerName::P2c => Balancer::PowerOfTwoChoices,
+            BalancerName::WeightedRandom => Balancer::WeightedRandom,
         }
     }
 }

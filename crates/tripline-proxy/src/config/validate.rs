@@ -91,10 +91,11 @@ impl ProxyConfig {
         }
         for (name, cluster) in &self.clusters {
             let at = format!("clusters.{name}");
-            if cluster.endpoints.is_empty() {
+            super::validate_discovery::validate(&at, cluster)?;
+            if cluster.endpoints.is_empty() && cluster.discovery.is_none() {
                 return Err(ConfigError::invalid(
                     format!("{at}.endpoints"),
-                    "needs at least one endpoint",
+                    "needs at least one endpoint (or a `discovery` section)",
                 ));
             }
             for (i, e) in cluster.endpoints.iter().enumerate() {

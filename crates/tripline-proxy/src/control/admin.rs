@@ -235,7 +235,12 @@ where
             )
         }
         "/api/breakers" => not_allowed("GET"),
-        "/api/outliers" => get_only(|t, a| outliers::list(t, &a.hub)),
+        "/api/outliers" if method == Method::GET => {
+            let mut value = outliers::list(&inner.table.load(), &admin.hub);
+            inner.discovery.annotate(&mut value);
+            json(StatusCode::OK, &value)
+        }
+        "/api/outliers" => not_allowed("GET"),
         "/api/fleet" => fleet::answer(proxy, &method).await,
         "/api/audit" => get_only(|_, a| a.audit.to_json()),
         "/api/config" => match method {

@@ -44,12 +44,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 use tripline::PolicyConfigError;
 use tripline::cluster::{Cluster, EndpointConfig};
 
 use crate::config::{ConfigError, ProxyConfig};
 use crate::control::Control;
+use crate::control::supervise::supervise;
 use crate::table::Table;
 use crate::upstream::{ClusterUpstream, ResolvedNames};
 
@@ -57,7 +58,7 @@ use crate::upstream::{ClusterUpstream, ResolvedNames};
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The follows of the table in force, by cluster name.
-type Follows = Arc<BTreeMap<String, Arc<Follow>>>;
+type Follows = crate::control::supervise::Follows<Follow>;
 
 /// What the DNS refreshers follow: one [`Follow`] per cluster with
 /// `dns_refresh` in the table in force. Reloads replace the set (one
@@ -119,6 +120,11 @@ impl Dns {
             let (Some(cluster), Some(upstream)) = (clusters.get(name), upstreams.get(name)) else {
                 continue;
             };
+            // A registry's cluster: its endpoints are the registry's, never
+            // the file's (empty) list.
+            if section.discovery.is_some() {
+                continue;
+            }
             let previous = old.remove(name);
             if !kept(name) {
                 retiring.extend(previous);
@@ -173,42 +179,7 @@ impl Dns {
 /// It runs one refresher for each cluster with `dns_refresh` in the table
 /// in force, and follows reloads: see the module docs.
 pub(crate) fn spawn_refreshers(inner: &Arc<Control>, tasks: &mut JoinSet<()>) {
-    tasks.spawn(supervise(inner.dns.follows.subscribe()));
-}
-
-/// Runs a refresher per follow in `follows`, reconciling them each time a
-/// reload replaces the set: a follow no longer in it has its refresher
-/// aborted, a new one gets one. Ends when the proxy is gone.
-async fn supervise(mut follows: watch::Receiver<Follows>) {
-    let mut refreshers = JoinSet::new();
-    let mut running: Vec<(Arc<Follow>, AbortHandle)> = Vec::new();
-    loop {
-        let now = follows.borrow_and_update().clone();
-        running.retain(|(follow, task)| {
-            let stays = now.values().any(|f| Arc::ptr_eq(f, follow));
-            if !stays {
-                task.abort();
-            }
-            stays
-        });
-        for follow in now.values() {
-            if !running.iter().any(|(f, _)| Arc::ptr_eq(f, follow)) {
-                let task = refreshers.spawn(follow.clone().run());
-                running.push((follow.clone(), task));
-            }
-        }
-        // Reap ended refreshers (aborted or retired) while waiting, so
-        // that many reloads leave no finished tasks behind.
-        loop {
-            tokio::select! {
-                changed = follows.changed() => match changed {
-                    Ok(()) => break,
-                    Err(_) => return,
-                },
-                Some(_) = refreshers.join_next() => {}
-            }
-        }
-    }
+    tasks.spawn(supervise(inner.dns.follows.subscribe(), Follow::run));
 }
 
 /// One cluster's re-resolution: what its refresher follows.

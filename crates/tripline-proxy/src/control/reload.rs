@@ -208,6 +208,7 @@ impl Control {
         inner
             .dns
             .reload(&old.config, &config, &clusters, &upstreams, kept)?;
+        inner.discovery.reload(&config, &clusters, kept);
         for name in &report.clusters_kept {
             if old.config.clusters.get(name) != config.clusters.get(name) {
                 report.clusters_endpoints_changed.push(name.clone());
