@@ -197,7 +197,7 @@ fn endpoint_breaker_in(proxy: &Proxy, address: SocketAddr) -> tripline::CircuitB
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dubbo_weights_reach_the_weighted_balancer() {
+async fn dubbo_weights_reach_the_weighted_balancers() {
     let zk = ZooKeeper::start().await;
     let reg = registrar(&zk).await;
     let light: SocketAddr = "127.0.0.1:50061".parse().unwrap();
@@ -212,25 +212,33 @@ async fn dubbo_weights_reach_the_weighted_balancer() {
         &provider("rest", heavy, &[("weight", "300")]).to_child(),
     )
     .await;
-    let (proxy, running, _addr, _clock) =
-        start_proxy(&proxy_config(&zk, "rest", "balancer = \"weighted_random\"")).await;
-    until("both providers", || async {
-        (endpoints(&proxy).len() == 2).then_some(())
-    })
-    .await;
-    let cluster = proxy.cluster("orders").unwrap();
-    let n = 10_000;
-    let mut heavy_picks = 0;
-    for _ in 0..n {
-        let lease = cluster.select().expect("an endpoint");
-        heavy_picks += u32::from(lease.endpoint().address() == heavy.to_string());
+    // Dubbo's `random` and `roundrobin`: 3 of 4 calls to the heavy one,
+    // within 4 standard deviations (sqrt(n p q) ≈ 43) at random, exactly
+    // in turn.
+    for (balancer, bounds) in [
+        ("weighted_random", 7_330..=7_670),
+        ("weighted_round_robin", 7_500..=7_500),
+    ] {
+        let cluster_lines = format!("balancer = \"{balancer}\"");
+        let (proxy, running, _addr, _clock) =
+            start_proxy(&proxy_config(&zk, "rest", &cluster_lines)).await;
+        until("both providers", || async {
+            (endpoints(&proxy).len() == 2).then_some(())
+        })
+        .await;
+        let cluster = proxy.cluster("orders").unwrap();
+        let n = 10_000;
+        let mut heavy_picks = 0;
+        for _ in 0..n {
+            let lease = cluster.select().expect("an endpoint");
+            heavy_picks += u32::from(lease.endpoint().address() == heavy.to_string());
+        }
+        assert!(
+            bounds.contains(&heavy_picks),
+            "{balancer}: {heavy_picks} of {n}"
+        );
+        running.shutdown().await;
     }
-    // 3 of 4 expected: 7 500 ± 4 standard deviations (sqrt(n p q) ≈ 43).
-    assert!(
-        (7_330..=7_670).contains(&heavy_picks),
-        "{heavy_picks} of {n}"
-    );
-    running.shutdown().await;
 }
 
 // One thread: the captured log lines are the test thread's.

@@ -50,6 +50,7 @@ fn selection_admission_and_recording_do_not_allocate() {
         Balancer::WeightedRandom,
         Balancer::LeastOutstanding,
         Balancer::PowerOfTwoChoices,
+        Balancer::WeightedRoundRobin,
     ] {
         let clock = ManualClock::new();
         let c = cluster(balancer, &clock);

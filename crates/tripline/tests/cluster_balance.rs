@@ -58,6 +58,44 @@ fn round_robin_takes_each_endpoint_in_turn() {
 }
 
 #[test]
+fn weighted_round_robin_gives_turns_by_weight_spread_out() {
+    let clock = ManualClock::new();
+    let build = |weights: &[(&str, u32)]| {
+        let mut builder = Cluster::builder()
+            .balancer(Balancer::WeightedRoundRobin)
+            .breaker(breaker())
+            .clock(clock.clone());
+        for (id, w) in weights {
+            builder = builder.endpoint(EndpointConfig::new(*id, *id).weight(*w));
+        }
+        builder.build().unwrap()
+    };
+    // nginx's example: 5, 1, 1 go a a b a c a a, not a a a a a b c.
+    let c = build(&[("a", 5), ("b", 1), ("c", 1)]);
+    let turns: Vec<String> = (0..14)
+        .map(|_| pick(&c, EndpointOutcome::Success))
+        .collect();
+    assert_eq!(turns, ["a", "a", "b", "a", "c", "a", "a"].repeat(2));
+    // Weights beyond the schedule's size keep their proportions.
+    let c = build(&[("heavy", 3000), ("light", 1000)]);
+    let mut counts = HashMap::new();
+    for _ in 0..4000 {
+        *counts
+            .entry(pick(&c, EndpointOutcome::Success))
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        (counts["heavy"], counts["light"]),
+        (3000, 1000),
+        "{counts:?}"
+    );
+    // Equal weights are plain round robin.
+    let c = build(&[("x", 7), ("y", 7)]);
+    let turns: Vec<String> = (0..4).map(|_| pick(&c, EndpointOutcome::Success)).collect();
+    assert_eq!(turns, ["x", "y", "x", "y"]);
+}
+
+#[test]
 fn weighted_random_follows_the_weights_and_is_reproducible() {
     let clock = ManualClock::new();
     let build = || {
@@ -270,6 +308,7 @@ proptest! {
             Just(Balancer::WeightedRandom),
             Just(Balancer::LeastOutstanding),
             Just(Balancer::PowerOfTwoChoices),
+            Just(Balancer::WeightedRoundRobin),
         ],
         held in 0usize..4,
     ) {

@@ -176,6 +176,7 @@ proptest! {
             Balancer::WeightedRandom,
             Balancer::LeastOutstanding,
             Balancer::PowerOfTwoChoices,
+            Balancer::WeightedRoundRobin,
         ]),
         endpoints in 1..6usize,
         actions in prop::collection::vec(action(), 0..150),

@@ -75,6 +75,9 @@ pub enum BalancerName {
     /// At random, in proportion to the endpoints' weights (a registry's,
     /// such as Dubbo's `weight`): Dubbo's default `random` balancer.
     WeightedRandom,
+    /// In turn, as often as each endpoint's weight says, spread out:
+    /// Dubbo's `roundrobin`.
+    WeightedRoundRobin,
 }
 
 impl BalancerName {
@@ -85,6 +88,7 @@ impl BalancerName {
             BalancerName::LeastOutstanding => Balancer::LeastOutstanding,
             BalancerName::P2c => Balancer::PowerOfTwoChoices,
             BalancerName::WeightedRandom => Balancer::WeightedRandom,
+            BalancerName::WeightedRoundRobin => Balancer::WeightedRoundRobin,
         }
     }
 }

@@ -11,6 +11,10 @@
 //!      counter (weights are ignored);
 //!    * [`WeightedRandom`](Balancer::WeightedRandom): up to three weighted
 //!      draws (binary search in the cumulative weights, O(log n));
+//!    * [`WeightedRoundRobin`](Balancer::WeightedRoundRobin): the next
+//!      position of the shared counter in the set's schedule, worked out
+//!      once when the set is built (smooth weighted round robin over the
+//!      weights scaled to at most `MAX_SCHEDULE` turns): O(1), no lock;
 //!    * [`LeastOutstanding`](Balancer::LeastOutstanding): the endpoint with
 //!      the fewest requests in flight per unit of weight. Up to
 //!      `EXACT_LEAST` (32) endpoints, by a scan from a rotating start (ties
@@ -63,6 +67,10 @@ pub enum Balancer {
     /// The less loaded of two random endpoints: adapts like
     /// least-outstanding at constant cost, for any size.
     PowerOfTwoChoices,
+    /// Each endpoint in turn, as often as its weight says, spread out
+    /// (nginx's smooth weighted round robin, Dubbo's `roundrobin`): with
+    /// weights 5, 1, 1 the turn goes a a b a c a a, not a a a a a b c.
+    WeightedRoundRobin,
 }
 
 impl Balancer {
@@ -73,6 +81,7 @@ impl Balancer {
             Balancer::WeightedRandom => "weighted_random",
             Balancer::LeastOutstanding => "least_outstanding",
             Balancer::PowerOfTwoChoices => "power_of_two_choices",
+            Balancer::WeightedRoundRobin => "weighted_round_robin",
         }
     }
 }
@@ -202,6 +211,7 @@ pub(crate) fn select<'s, P>(
     }
     let start = match kind {
         Balancer::RoundRobin => state.turn() % n,
+        Balancer::WeightedRoundRobin => set.scheduled(state.turn()),
         Balancer::WeightedRandom => {
             let mut last = 0;
             for _ in 0..3 {
