@@ -44,6 +44,7 @@ mod cluster;
 mod config_source;
 mod error;
 mod fault;
+mod health;
 mod locate;
 mod protect;
 mod route;
@@ -64,6 +65,7 @@ pub use cluster::{BalancerName, ClusterSection, UpstreamProtocol};
 pub use config_source::{ConfigSourceKind, ConfigSourceSection};
 pub use error::ConfigError;
 pub use fault::{AbortSection, DelaySection, FaultSection, ShareSection};
+pub use health::{CheckKind, GrpcCheck, HealthCheckSection, HttpCheck, TcpCheck};
 pub(crate) use protect::FALLBACK_CAUSES;
 pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,

@@ -8,6 +8,7 @@ pub(crate) mod admin;
 pub(crate) mod config_source;
 pub(crate) mod discovery;
 pub(crate) mod dns;
+pub(crate) mod health;
 pub(crate) mod reload;
 pub(crate) mod supervise;
 
@@ -48,6 +49,9 @@ pub(crate) struct Control {
     pub(crate) dns: dns::Dns,
     /// The clusters whose endpoints come from a registry (ZooKeeper).
     pub(crate) discovery: discovery::Discoveries,
+    /// What the health checkers found, by cluster (their supervisor
+    /// writes it; the admin API and `/metrics` read it).
+    pub(crate) health: health::Health,
     /// The operator's drain (`POST /api/drain`), read by the data side.
     pub(crate) drain: DrainSwitch,
 }

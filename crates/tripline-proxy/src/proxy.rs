@@ -107,9 +107,11 @@ impl ProxyBuilder {
         let access_log = AccessLog::new(&config.access_log);
         let admin = AdminState::build(&config)?;
         let discovery = Discoveries::default();
+        let health = crate::control::health::Health::default();
         let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
             faults.register(registry, prefix);
             discovery.register(registry, prefix);
+            health.register(registry, prefix);
             access_log.register(registry, prefix);
             admin.register(registry, prefix);
             if let Some(source) = &config_source {
@@ -150,6 +152,7 @@ impl ProxyBuilder {
             config_source,
             dns,
             discovery,
+            health,
             drain,
         });
         control.admin.follow(&control.table.load());

@@ -29,6 +29,7 @@ use crate::http::body::{BoxError, ProxyBody};
 
 pub(crate) mod connect_log;
 pub(crate) mod h1;
+pub(crate) mod health;
 mod http1_pool;
 mod outbound;
 pub(crate) mod tls;

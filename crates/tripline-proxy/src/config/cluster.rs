@@ -46,6 +46,10 @@ pub struct ClusterSection {
     /// that stay keep their state; see the discovery module.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discovery: Option<tripline_discovery::ZooKeeperDiscovery>,
+    /// Active health checks of every endpoint, off the request path; an
+    /// endpoint that fails them is not routed (see the health module).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<super::HealthCheckSection>,
 }
 
 /// The protocol the proxy speaks to a cluster's endpoints.

@@ -92,6 +92,9 @@ impl ProxyConfig {
         for (name, cluster) in &self.clusters {
             let at = format!("clusters.{name}");
             super::validate_discovery::validate(&at, cluster)?;
+            if let Some(check) = &cluster.health_check {
+                check.validate(&format!("{at}.health_check"))?;
+            }
             if cluster.endpoints.is_empty() && cluster.discovery.is_none() {
                 return Err(ConfigError::invalid(
                     format!("{at}.endpoints"),

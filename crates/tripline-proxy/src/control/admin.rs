@@ -238,6 +238,7 @@ where
         "/api/outliers" if method == Method::GET => {
             let mut value = outliers::list(&inner.table.load(), &admin.hub);
             inner.discovery.annotate(&mut value);
+            inner.health.annotate(&mut value);
             json(StatusCode::OK, &value)
         }
         "/api/outliers" => not_allowed("GET"),

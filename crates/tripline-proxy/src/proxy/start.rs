@@ -92,6 +92,7 @@ impl Proxy {
             });
             crate::control::dns::spawn_refreshers(control, &mut accept);
             crate::control::discovery::spawn_watches(control, &mut accept);
+            crate::control::health::spawn_checkers(control, &mut accept);
             crate::control::config_source::spawn(control, &mut accept)?;
         }
         if let Some(section) = config.admin.as_ref().filter(|_| binding.is_first()) {

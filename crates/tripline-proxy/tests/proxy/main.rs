@@ -23,6 +23,7 @@ mod grpc;
 mod h2_resets;
 mod h2c;
 mod headers;
+mod health;
 mod hedging;
 mod hostile;
 mod http1_answers;

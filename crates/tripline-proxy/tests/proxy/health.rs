@@ -1,0 +1,326 @@
+//! Active health checks: an endpoint that fails its checks is taken out
+//! before any request finds it down, comes back after its passes, keeps
+//! its health through a reload, and says why it is out.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tripline_proxy::Proxy;
+use tripline_proxy::config::ProxyConfig;
+
+use crate::support::*;
+
+/// Checks every 50 ms; 3 failures out, 2 passes back; no panic mode.
+const CHECKED: &str = r#"panic_threshold_percent = 0
+health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", jitter = "10%", unhealthy_threshold = 3, healthy_threshold = 2 }
+"#;
+
+/// An upstream whose `/healthz` answers 200 while `up`, 503 otherwise,
+/// counting checks and other requests apart.
+struct Checked {
+    upstream: Upstream,
+    up: Arc<AtomicBool>,
+    checks: Arc<AtomicUsize>,
+}
+
+impl Checked {
+    async fn start() -> Checked {
+        let up = Arc::new(AtomicBool::new(true));
+        let checks = Arc::new(AtomicUsize::new(0));
+        let (u, c) = (up.clone(), checks.clone());
+        let upstream = Upstream::start(move |req| {
+            if req.uri().path() == "/healthz" {
+                c.fetch_add(1, Ordering::SeqCst);
+                return if u.load(Ordering::SeqCst) {
+                    respond(200, "ok")
+                } else {
+                    respond(503, "down")
+                };
+            }
+            respond(200, "served")
+        })
+        .await;
+        Checked {
+            upstream,
+            up,
+            checks,
+        }
+    }
+
+    /// Requests other than health checks.
+    fn requests(&self) -> usize {
+        self.upstream.hits() - self.checks.load(Ordering::SeqCst)
+    }
+}
+
+/// Waits (bounded) until `cond` holds, polling every few milliseconds.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn marked(proxy: &Proxy, endpoint: &Checked) -> bool {
+    proxy
+        .cluster("backend")
+        .unwrap()
+        .endpoint(&endpoint.upstream.addr.to_string())
+        .unwrap()
+        .is_marked_unhealthy()
+}
+
+#[tokio::test]
+async fn an_endpoint_failing_its_checks_is_out_before_any_request_reaches_it_and_comes_back() {
+    let a = Checked::start().await;
+    let b = Checked::start().await;
+    let text = config(&[a.upstream.addr, b.upstream.addr], "", CHECKED) + ADMIN_SECTION;
+    let (proxy, running, addr, _clock) = start_proxy(&text).await;
+    until("a first check", || a.checks.load(Ordering::SeqCst) > 0).await;
+
+    a.up.store(false, Ordering::SeqCst);
+    let before = a.checks.load(Ordering::SeqCst);
+    until("a taken out", || marked(&proxy, &a)).await;
+    // Out at its third failed check (a check in flight at the flip may
+    // have passed): within interval × unhealthy_threshold of failing.
+    let failed = a.checks.load(Ordering::SeqCst) - before;
+    assert!((3..=4).contains(&failed), "{failed} checks to take it out");
+    assert_eq!(a.requests(), 0, "no request was sent to find it down");
+    for _ in 0..10 {
+        assert_eq!(get(addr, "/").await.body, "served");
+    }
+    assert_eq!((a.requests(), b.requests()), (0, 10));
+
+    // /api/outliers says why it is out, with the last check's result.
+    let admin = running.admin_addr().unwrap();
+    let body = send(admin, "GET", "/api/outliers", &[]).await.body;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let e = &v["clusters"][0]["endpoints"][0];
+    assert_eq!(e["endpoint"], a.upstream.addr.to_string());
+    assert_eq!(e["out_because"], serde_json::json!(["health_check"]));
+    assert_eq!(e["health_check"]["healthy"], false);
+    assert_eq!(e["routable"], false);
+    assert!(
+        e["health_check"]["last_result"]
+            .as_str()
+            .unwrap()
+            .contains("503")
+    );
+    let other = &v["clusters"][0]["endpoints"][1];
+    assert_eq!(other["out_because"], serde_json::json!([]));
+    assert_eq!(other["health_check"]["healthy"], true);
+    let series = format!(
+        "tripline_proxy_endpoint_healthy{{cluster=\"backend\",endpoint=\"{}\"}}",
+        a.upstream.addr
+    );
+    assert_eq!(metric(admin, &series).await, Some(0.0));
+    let failed = r#"tripline_proxy_health_checks_total{cluster="backend",result="fail"}"#;
+    assert!(metric(admin, failed).await.unwrap() >= 3.0);
+
+    a.up.store(true, Ordering::SeqCst);
+    let before = a.checks.load(Ordering::SeqCst);
+    until("a back", || !marked(&proxy, &a)).await;
+    let passed = a.checks.load(Ordering::SeqCst) - before;
+    assert!(
+        (2..=3).contains(&passed),
+        "{passed} checks to bring it back"
+    );
+    for _ in 0..10 {
+        get(addr, "/").await;
+    }
+    assert!(a.requests() > 0, "routed again");
+    assert_eq!(metric(admin, &series).await, Some(1.0));
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reload_that_keeps_the_cluster_keeps_the_health_of_endpoints_that_stay() {
+    let a = Checked::start().await;
+    let b = Checked::start().await;
+    let c = Checked::start().await;
+    a.up.store(false, Ordering::SeqCst);
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[a.upstream.addr, b.upstream.addr], "", CHECKED)).await;
+    until("a taken out", || marked(&proxy, &a)).await;
+
+    // An added endpoint: the cluster is kept, its endpoints that stay too.
+    let text = config(
+        &[a.upstream.addr, b.upstream.addr, c.upstream.addr],
+        "",
+        CHECKED,
+    );
+    running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert!(marked(&proxy, &a), "still out right after the reload");
+    for _ in 0..12 {
+        assert_eq!(get(addr, "/").await.body, "served");
+    }
+    assert_eq!(a.requests(), 0, "a fresh start would have routed to it");
+    assert!(b.requests() > 0 && c.requests() > 0);
+    until("c checked", || c.checks.load(Ordering::SeqCst) > 0).await;
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn when_every_endpoint_fails_its_checks_panic_mode_still_serves() {
+    let a = Checked::start().await;
+    let b = Checked::start().await;
+    a.up.store(false, Ordering::SeqCst);
+    b.up.store(false, Ordering::SeqCst);
+    let cluster = CHECKED.replace(
+        "panic_threshold_percent = 0",
+        "panic_threshold_percent = 50",
+    );
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[a.upstream.addr, b.upstream.addr], "", &cluster)).await;
+    until("both out", || marked(&proxy, &a) && marked(&proxy, &b)).await;
+    assert!(proxy.cluster("backend").unwrap().health().panic);
+    for _ in 0..10 {
+        assert_eq!(get(addr, "/").await.body, "served");
+    }
+    assert!(
+        a.requests() > 0 && b.requests() > 0,
+        "spread over all in panic"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tcp_check_takes_out_an_endpoint_that_refuses_connections() {
+    let good = Checked::start().await;
+    // Bound then closed: connections to it are refused.
+    let gone = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone_addr = gone.local_addr().unwrap();
+    drop(gone);
+    let cluster = CHECKED.replace(
+        r#"http = { path = "/healthz", expect = [200] }"#,
+        "tcp = {}",
+    );
+    let (proxy, running, addr, _clock) =
+        start_proxy(&config(&[gone_addr, good.upstream.addr], "", &cluster)).await;
+    let cluster = proxy.cluster("backend").unwrap();
+    let out = || {
+        cluster
+            .endpoint(&gone_addr.to_string())
+            .unwrap()
+            .is_marked_unhealthy()
+    };
+    until("the refusing endpoint out", out).await;
+    let good_endpoint = cluster.endpoint(&good.upstream.addr.to_string()).unwrap();
+    assert!(!good_endpoint.is_marked_unhealthy());
+    for _ in 0..6 {
+        assert_eq!(get(addr, "/").await.status, 200);
+    }
+    running.shutdown().await;
+}
+
+/// An h2c server answering `grpc.health.v1.Health/Check` with SERVING
+/// while `serving`, NOT_SERVING (2) otherwise.
+async fn grpc_health_server(serving: Arc<AtomicBool>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let serving = serving.clone();
+            let service = service_fn(move |req: Request<Incoming>| {
+                let status = if serving.load(Ordering::SeqCst) { 1 } else { 2 };
+                let right = req.uri().path() == "/grpc.health.v1.Health/Check";
+                async move {
+                    let body = Bytes::from(vec![0, 0, 0, 0, 2, 0x08, status]);
+                    let answer = Response::builder()
+                        .header("content-type", "application/grpc")
+                        .header("grpc-status", if right { "0" } else { "12" })
+                        .body(Full::new(body))
+                        .unwrap();
+                    Ok::<_, std::convert::Infallible>(answer)
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_grpc_check_follows_the_standard_health_service() {
+    let serving = Arc::new(AtomicBool::new(true));
+    let server = grpc_health_server(serving.clone()).await;
+    let other = Checked::start().await;
+    let cluster = CHECKED.replace(
+        r#"http = { path = "/healthz", expect = [200] }"#,
+        r#"grpc = { service = "api.Users" }"#,
+    );
+    let (proxy, running, _addr, _clock) =
+        start_proxy(&config(&[server, other.upstream.addr], "", &cluster)).await;
+    let cluster = proxy.cluster("backend").unwrap();
+    let endpoint = cluster.endpoint(&server.to_string()).unwrap();
+    // `other` speaks HTTP/1 only: its gRPC checks fail, it goes out.
+    until("the HTTP/1 endpoint out", || {
+        cluster
+            .endpoint(&other.upstream.addr.to_string())
+            .unwrap()
+            .is_marked_unhealthy()
+    })
+    .await;
+    assert!(!endpoint.is_marked_unhealthy(), "SERVING stays in");
+    serving.store(false, Ordering::SeqCst);
+    until("NOT_SERVING taken out", || endpoint.is_marked_unhealthy()).await;
+    serving.store(true, Ordering::SeqCst);
+    until("SERVING again", || !endpoint.is_marked_unhealthy()).await;
+    running.shutdown().await;
+}
+
+#[test]
+fn a_bad_health_check_is_refused_with_its_line_and_field() {
+    let head = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n";
+    let cases = [
+        (
+            "health_check = { tcp = {}, healthy_threshold = 0 }",
+            "clusters.backend.health_check.healthy_threshold",
+        ),
+        (
+            "health_check = { tcp = {}, interval = \"1s\", timeout = \"2s\" }",
+            "clusters.backend.health_check.timeout",
+        ),
+        (
+            "health_check = { udp = {} }",
+            "clusters.backend.health_check",
+        ),
+        (
+            "health_check = { tcp = {}, jitter = \"ten\" }",
+            "clusters.backend.health_check.jitter",
+        ),
+    ];
+    for (line, field) in cases {
+        let text = format!("{head}{line}\n");
+        let e = ProxyConfig::from_toml(&text).unwrap_err();
+        assert!(e.field.starts_with(field), "{line}: {e}");
+        assert_eq!(e.line, Some(10), "{line}: {e}");
+    }
+    // YAML alike, and a file names itself.
+    let yaml = "listeners:\n  - address: 127.0.0.1:0\nroutes:\n  - name: api\n    cluster: backend\nclusters:\n  backend:\n    endpoints: [\"127.0.0.1:9000\"]\n    health_check:\n      tcp: {}\n      healthy_threshold: 0\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let e = ProxyConfig::load(&path).unwrap_err();
+    assert_eq!(e.field, "clusters.backend.health_check.healthy_threshold");
+    assert_eq!(e.line, Some(11), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}:11: ", path.display())),
+        "{e}"
+    );
+}
