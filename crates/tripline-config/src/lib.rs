@@ -51,13 +51,13 @@ pub use applier::{
     OverrideHolder, PushedAt, RolloutPhase,
 };
 pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
-pub use fleet_view::{FleetBreaker, FleetState, fleet_view};
 pub use diff::{FieldChange, diff_configs, diff_documents};
 pub use document::{
     BreakerTable, Document, DocumentError, DocumentWarning, FleetOverride, MAX_DOCUMENT_BYTES,
     OverrideState, Profile, When,
 };
 pub use etcd::{EtcdOptions, EtcdSource};
+pub use fleet_view::{FleetBreaker, FleetState, fleet_view};
 
 pub use file::FileSource;
 pub use metrics::ConfigMetrics;
