@@ -412,3 +412,41 @@ async fn the_fleet_panel_shows_a_breaker_open_on_two_of_three_instances() {
         running.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outliers_panel_shows_an_endpoint_out_for_its_failing_health_check() {
+    let driver = Driver::start().await;
+    let sick = Upstream::start(|req| {
+        if req.uri().path() == "/healthz" {
+            respond(503, "down")
+        } else {
+            respond(200, "ok")
+        }
+    })
+    .await;
+    let well = Upstream::start(|_| respond(200, "ok")).await;
+    let cluster = r#"panic_threshold_percent = 0
+health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
+    let text = config(&[sick.addr, well.addr], "", cluster) + ADMIN_SECTION;
+    let (_proxy, running, _addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+
+    let page = driver.browser().await;
+    page.goto(&format!("http://{admin}/")).await.unwrap();
+    let row = format!("#outliers tr[data-endpoint=\"{}\"]", sick.addr);
+    let took = until_text(&page, &row, "out: health check", Duration::from_secs(10)).await;
+    println!("the outliers panel showed the endpoint out for its health check in {took:?}");
+    let shown = page_text(&page, &row).await;
+    assert!(
+        shown.contains("unhealthy (last: status 503, expected [200])"),
+        "{shown}"
+    );
+    let other = page_text(
+        &page,
+        &format!("#outliers tr[data-endpoint=\"{}\"]", well.addr),
+    )
+    .await;
+    assert!(other.contains("in") && other.contains("healthy"), "{other}");
+    page.close().await.unwrap();
+    running.shutdown().await;
+}
