@@ -117,21 +117,22 @@ impl Checker {
         let cluster = self.cluster.name();
         match verdict {
             Verdict::Same => {}
+            // Logged first: whoever sees the mark can read why.
             Verdict::Unhealthy { failures, reason } => {
-                self.cluster.mark_unhealthy(id, true);
                 tracing::warn!(
                     target: "tripline_proxy::health",
                     cluster, endpoint = id,
                     "endpoint {address} of cluster {cluster} unhealthy: {failures} checks failed ({reason})"
                 );
+                self.cluster.mark_unhealthy(id, true);
             }
             Verdict::Healthy { passes } => {
-                self.cluster.mark_unhealthy(id, false);
                 tracing::info!(
                     target: "tripline_proxy::health",
                     cluster, endpoint = id,
                     "endpoint {address} of cluster {cluster} healthy again: {passes} checks passed"
                 );
+                self.cluster.mark_unhealthy(id, false);
             }
         }
     }

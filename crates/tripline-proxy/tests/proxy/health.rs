@@ -324,3 +324,29 @@ fn a_bad_health_check_is_refused_with_its_line_and_field() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn each_health_transition_is_one_line_on_stderr() {
+    let (logs, _guard) = capture_logs();
+    let a = Checked::start().await;
+    let b = Checked::start().await;
+    let (proxy, running, _addr, _clock) =
+        start_proxy(&config(&[a.upstream.addr, b.upstream.addr], "", CHECKED)).await;
+    a.up.store(false, Ordering::SeqCst);
+    until("a taken out", || marked(&proxy, &a)).await;
+    a.up.store(true, Ordering::SeqCst);
+    until("a back", || !marked(&proxy, &a)).await;
+    let shown = logged(&logs);
+    let out = format!(
+        "endpoint {} of cluster backend unhealthy: 3 checks failed (status 503, expected [200])",
+        a.upstream.addr
+    );
+    let back = format!(
+        "endpoint {} of cluster backend healthy again: 2 checks passed",
+        a.upstream.addr
+    );
+    assert_eq!(shown.matches(&out).count(), 1, "{shown}");
+    assert_eq!(shown.matches(&back).count(), 1, "{shown}");
+    assert!(!shown.contains(&b.upstream.addr.to_string()), "{shown}");
+    running.shutdown().await;
+}
