@@ -326,27 +326,33 @@ fn a_bad_health_check_is_refused_with_its_line_and_field() {
 }
 
 #[tokio::test]
-async fn each_health_transition_is_one_line_on_stderr() {
-    let (logs, _guard) = capture_logs();
-    let a = Checked::start().await;
-    let b = Checked::start().await;
-    let (proxy, running, _addr, _clock) =
-        start_proxy(&config(&[a.upstream.addr, b.upstream.addr], "", CHECKED)).await;
-    a.up.store(false, Ordering::SeqCst);
-    until("a taken out", || marked(&proxy, &a)).await;
-    a.up.store(true, Ordering::SeqCst);
-    until("a back", || !marked(&proxy, &a)).await;
-    let shown = logged(&logs);
-    let out = format!(
-        "endpoint {} of cluster backend unhealthy: 3 checks failed (status 503, expected [200])",
-        a.upstream.addr
-    );
-    let back = format!(
-        "endpoint {} of cluster backend healthy again: 2 checks passed",
-        a.upstream.addr
-    );
-    assert_eq!(shown.matches(&out).count(), 1, "{shown}");
-    assert_eq!(shown.matches(&back).count(), 1, "{shown}");
-    assert!(!shown.contains(&b.upstream.addr.to_string()), "{shown}");
-    running.shutdown().await;
+async fn an_http_check_of_a_tls_cluster_goes_over_tls_and_checks_the_certificate() {
+    use crate::tls::{Pki, tls_upstream_on, toml_path};
+    let pki = Pki::new();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = tls_upstream_on(&pki, &[b"http/1.1"], listener);
+    let ca = toml_path(&pki.path("ca.pem"));
+    let check = r#"health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
+    for (server_name, healthy) in [("localhost", true), ("elsewhere.example", false)] {
+        let cluster = format!("tls = {{ ca = {ca}, server_name = \"{server_name}\" }}\n{check}\n");
+        let text = config(&[upstream], "", &cluster) + ADMIN_SECTION;
+        let (proxy, running, _addr, _clock) = start_proxy(&text).await;
+        let admin = running.admin_addr().unwrap();
+        let cluster = proxy.cluster("backend").unwrap();
+        let endpoint = cluster.endpoint(&upstream.to_string()).unwrap();
+        let result = if healthy { "pass" } else { "fail" };
+        let series = format!(
+            "tripline_proxy_health_checks_total{{cluster=\"backend\",result=\"{result}\"}}"
+        );
+        let deadline = tokio::time::Instant::now() + BOUND;
+        while metric(admin, &series).await.unwrap_or(0.0) < 3.0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{server_name}: no {result}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(endpoint.is_marked_unhealthy(), !healthy, "{server_name}");
+        running.shutdown().await;
+    }
 }
