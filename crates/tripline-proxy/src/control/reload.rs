@@ -321,12 +321,15 @@ impl Control {
 
 /// Whether a cluster reloaded from `before` to `after` may stay the
 /// running one: its config differs at most in its endpoint list and
-/// `dns_refresh`, which [`crate::control::dns::Dns::reload`] applies in place.
-/// Everything else is fixed when a cluster (or its client) is built.
+/// `dns_refresh`, which [`crate::control::dns::Dns::reload`] applies in place,
+/// and its `health_check`, which the health checkers' supervisor applies to
+/// the running cluster. Everything else is fixed when a cluster (or its
+/// client) is built.
 fn same_but_endpoints(before: &ClusterSection, after: &ClusterSection) -> bool {
     let rest = |s: &ClusterSection| ClusterSection {
         endpoints: Vec::new(),
         dns_refresh: None,
+        health_check: None,
         ..s.clone()
     };
     rest(before) == rest(after)

@@ -168,6 +168,23 @@ async fn a_reload_that_keeps_the_cluster_keeps_the_health_of_endpoints_that_stay
     assert_eq!(a.requests(), 0, "a fresh start would have routed to it");
     assert!(b.requests() > 0 && c.requests() > 0);
     until("c checked", || c.checks.load(Ordering::SeqCst) > 0).await;
+
+    // A changed check keeps the cluster too: the endpoint stays out.
+    let slower = CHECKED.replace("interval = \"50ms\"", "interval = \"80ms\"");
+    let text = config(
+        &[a.upstream.addr, b.upstream.addr, c.upstream.addr],
+        "",
+        &slower,
+    );
+    let report = running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_kept, ["backend"]);
+    assert!(marked(&proxy, &a), "still out after the check changed");
+    for _ in 0..6 {
+        assert_eq!(get(addr, "/").await.body, "served");
+    }
+    assert_eq!(a.requests(), 0);
     running.shutdown().await;
 }
 
