@@ -9,7 +9,8 @@
 //! with the same check keeps its checker; a cluster rebuilt or whose
 //! check changed gets a new checker *with the same book*, so the
 //! endpoints that stay keep their health (a rebuilt cluster's endpoints
-//! are marked again from it). Endpoints that come and go with DNS or a
+//! are marked again from it — by the reload itself, before the new table
+//! takes traffic, see [`Health::adopt`]). Endpoints that come and go with DNS or a
 //! registry are the checker's own business: it follows the cluster's
 //! membership.
 //!
@@ -44,6 +45,27 @@ impl Health {
     pub(crate) fn book(&self, cluster: &str) -> Option<Arc<HealthBook>> {
         let books = self.books.read().unwrap_or_else(PoisonError::into_inner);
         books.get(cluster).cloned()
+    }
+
+    /// Marks the endpoints of `table`'s health-checked clusters that their
+    /// books found unhealthy: a reload calls it before publishing, so a
+    /// cluster it rebuilt does not route to them until its checker starts.
+    pub(crate) fn adopt(&self, table: &Table) {
+        for (name, cluster) in &table.clusters {
+            let checked = table
+                .config
+                .clusters
+                .get(name)
+                .and_then(|s| s.health_check.as_ref());
+            let (Some(_), Some(book)) = (checked, self.book(name)) else {
+                continue;
+            };
+            for e in cluster.endpoints() {
+                if book.is_unhealthy(e.id().as_str()) {
+                    cluster.mark_unhealthy(e.id().as_str(), true);
+                }
+            }
+        }
     }
 
     /// Registers the checks' series (see the checker's metrics).

@@ -239,6 +239,9 @@ impl Control {
                 !report.clusters_kept.iter().any(|k| k == name)
             });
         }
+        // Before the table takes traffic: a rebuilt cluster's endpoints
+        // that failed their health checks start out.
+        inner.health.adopt(&table);
         inner.table.store(table);
         Ok(report)
     }

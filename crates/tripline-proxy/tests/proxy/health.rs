@@ -185,6 +185,26 @@ async fn a_reload_that_keeps_the_cluster_keeps_the_health_of_endpoints_that_stay
         assert_eq!(get(addr, "/").await.body, "served");
     }
     assert_eq!(a.requests(), 0);
+
+    // A cluster rebuilt (another balancer) starts with it out as well.
+    let rebuilt = format!("{slower}balancer = \"least_outstanding\"\n");
+    let text = config(
+        &[a.upstream.addr, b.upstream.addr, c.upstream.addr],
+        "",
+        &rebuilt,
+    );
+    let report = running
+        .reload(ProxyConfig::from_toml(&text).unwrap())
+        .unwrap();
+    assert_eq!(report.clusters_built, ["backend"]);
+    assert!(
+        marked(&proxy, &a),
+        "out in the rebuilt cluster from the start"
+    );
+    for _ in 0..6 {
+        assert_eq!(get(addr, "/").await.body, "served");
+    }
+    assert_eq!(a.requests(), 0);
     running.shutdown().await;
 }
 
