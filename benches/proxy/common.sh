@@ -51,6 +51,12 @@ if [[ $PROTECT == 1 ]]; then
 retry = { attempts = 2, budget = { ratio = 0.2 } }'
     CLUSTER_PROTECTION='outlier = { interval = "1s", consecutive_failures = { threshold = 5 } }'
 fi
+# HEALTH=1: an active HTTP health check on the cluster too (off the
+# request path; the path only reads the endpoint's routability).
+if [[ ${HEALTH:-0} == 1 ]]; then
+    CLUSTER_PROTECTION+='
+health_check = { http = { path = "/", expect = [200] }, interval = "1s", timeout = "500ms" }'
+fi
 
 # tripline as the benchmarks measure it: one route to one endpoint with
 # the protections above; the [proxy] section's lines and an admin listener
