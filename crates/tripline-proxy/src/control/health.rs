@@ -150,6 +150,7 @@ fn reconcile(
         let probe = Probe {
             kind: check.kind(),
             tls: tls_of(name, section, check),
+            h2c: section.protocol == crate::config::UpstreamProtocol::H2c,
         };
         let checker = Arc::new(Checker {
             cluster: cluster.clone(),

@@ -393,3 +393,36 @@ async fn an_http_check_of_a_tls_cluster_goes_over_tls_and_checks_the_certificate
         running.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn an_http_check_of_an_h2c_cluster_speaks_http2() {
+    // An HTTP/2-only server answering 200 to any path.
+    let server = grpc_health_server(Arc::new(AtomicBool::new(true))).await;
+    let other = Checked::start().await;
+    let cluster = format!("protocol = \"h2c\"\n{CHECKED}");
+    let (proxy, running, _addr, _clock) =
+        start_proxy(&(config(&[server, other.upstream.addr], "", &cluster) + ADMIN_SECTION)).await;
+    let cluster = proxy.cluster("backend").unwrap();
+    // The HTTP/1-only endpoint fails an HTTP/2 check and goes out...
+    until("the HTTP/1 endpoint out", || {
+        cluster
+            .endpoint(&other.upstream.addr.to_string())
+            .unwrap()
+            .is_marked_unhealthy()
+    })
+    .await;
+    // ...while the HTTP/2 one passes its checks and stays in.
+    let admin = running.admin_addr().unwrap();
+    let passes = r#"tripline_proxy_health_checks_total{cluster="backend",result="pass"}"#;
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while metric(admin, passes).await.unwrap_or(0.0) < 5.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the h2c endpoint never passed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let endpoint = cluster.endpoint(&server.to_string()).unwrap();
+    assert!(!endpoint.is_marked_unhealthy());
+    running.shutdown().await;
+}

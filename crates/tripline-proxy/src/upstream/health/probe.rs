@@ -22,6 +22,9 @@ const HEAD_LIMIT: usize = 8 * 1024;
 pub(crate) struct Probe {
     pub(crate) kind: CheckKind,
     pub(crate) tls: Option<(Arc<rustls::ClientConfig>, Option<String>)>,
+    /// The cluster speaks h2c: an HTTP check is an HTTP/2 GET too (an
+    /// HTTP/2-only service would refuse HTTP/1.1).
+    pub(crate) h2c: bool,
 }
 
 impl Probe {
@@ -36,6 +39,7 @@ impl Probe {
         match &self.kind {
             CheckKind::Tcp => Ok("connected".to_owned()),
             CheckKind::Http(http) => match &self.tls {
+                None if self.h2c => h2c_get(stream, address, http).await,
                 None => http_get(stream, address, http).await,
                 Some((config, server_name)) => {
                     let host = server_name
@@ -111,6 +115,31 @@ where
         .nth(1)
         .and_then(|s| s.parse::<u16>().ok())
         .ok_or_else(|| format!("unreadable status line {:?}", line.trim_end()))?;
+    if http.expect.contains(&status) {
+        Ok(format!("status {status}"))
+    } else {
+        Err(format!("status {status}, expected {:?}", http.expect))
+    }
+}
+
+/// `GET path` over h2c (prior knowledge); passes when the status is in
+/// `expect`.
+async fn h2c_get(stream: TcpStream, address: &str, http: &HttpCheck) -> Result<String, String> {
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("h2 handshake: {e}"))?;
+    let driver = tokio::spawn(connection);
+    let _stop = AbortOnDrop(driver.abort_handle());
+    let request = hyper::Request::get(format!("http://{address}{}", http.path))
+        .header("user-agent", "tripline-health-check")
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| format!("request: {e}"))?;
+    let answer = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("h2: {e}"))?;
+    let status = answer.status().as_u16();
     if http.expect.contains(&status) {
         Ok(format!("status {status}"))
     } else {
