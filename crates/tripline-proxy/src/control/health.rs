@@ -1,9 +1,8 @@
 //! The health checkers' supervisor: one checker per cluster with
 //! `health_check` in the table in force, following reloads.
 //!
-//! It watches the table handle (a pointer compare every
-//! [`FOLLOW_EVERY`]; reloads are rare and a check is seconds apart, so a
-//! reload is followed well within one check) and reconciles: a cluster
+//! A reload wakes it once the new table is in force ([`Health::follow`]),
+//! and it reconciles (an idle proxy's supervisor never wakes): a cluster
 //! added gets a checker; one removed, or whose `health_check` was removed,
 //! has its checker aborted and its endpoints unmarked; a cluster kept
 //! with the same check keeps its checker; a cluster rebuilt or whose
@@ -19,8 +18,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinSet};
 use tripline::cluster::Cluster;
 
@@ -30,14 +29,13 @@ use crate::table::Table;
 use crate::upstream::health::probe::Probe;
 use crate::upstream::health::{Checker, HealthBook, HealthMetrics};
 
-/// How often the supervisor looks for a new table.
-const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-
 /// The health books of the clusters checked now, by cluster name.
 #[derive(Default)]
 pub(crate) struct Health {
     books: RwLock<BTreeMap<String, Arc<HealthBook>>>,
     metrics: HealthMetrics,
+    /// A reload published a new table: the supervisor reconciles.
+    reloaded: Notify,
 }
 
 impl Health {
@@ -66,6 +64,12 @@ impl Health {
                 }
             }
         }
+    }
+
+    /// Wakes the supervisor to follow the table just published (a permit
+    /// is kept if it is busy, so no reload is missed).
+    pub(crate) fn follow(&self) {
+        self.reloaded.notify_one();
     }
 
     /// Registers the checks' series (see the checker's metrics).
@@ -102,7 +106,7 @@ async fn supervise(control: Arc<Control>) {
             seen = Some(table);
         }
         tokio::select! {
-            () = tokio::time::sleep(FOLLOW_EVERY) => {}
+            () = control.health.reloaded.notified() => {}
             Some(_) = checkers.join_next() => {}
         }
     }

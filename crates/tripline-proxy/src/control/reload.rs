@@ -243,6 +243,7 @@ impl Control {
         // that failed their health checks start out.
         inner.health.adopt(&table);
         inner.table.store(table);
+        inner.health.follow();
         Ok(report)
     }
 

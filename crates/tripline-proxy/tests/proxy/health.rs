@@ -205,6 +205,9 @@ async fn a_reload_that_keeps_the_cluster_keeps_the_health_of_endpoints_that_stay
         assert_eq!(get(addr, "/").await.body, "served");
     }
     assert_eq!(a.requests(), 0);
+    // The rebuilt cluster has a checker of its own: a recovers in it.
+    a.up.store(true, Ordering::SeqCst);
+    until("a back in the rebuilt cluster", || !marked(&proxy, &a)).await;
     running.shutdown().await;
 }
 
