@@ -429,3 +429,33 @@ async fn an_http_check_of_an_h2c_cluster_speaks_http2() {
     assert!(!endpoint.is_marked_unhealthy());
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn endpoints_that_dns_brings_are_checked_from_their_arrival() {
+    let a = Checked::start().await;
+    let port = a.upstream.addr.port();
+    let text = format!(
+        "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n\n[clusters.backend]\nendpoints = [\"localhost:{port}\"]\ndns_refresh = \"50ms\"\n{CHECKED}{ADMIN_SECTION}"
+    );
+    let (_proxy, running, _addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    // The name becomes its address, which the checker takes up and checks.
+    let resolved = a.upstream.addr.to_string();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let body = send(admin, "GET", "/api/outliers", &[]).await.body;
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let endpoints = v["clusters"][0]["endpoints"].as_array().unwrap().clone();
+        let checked = endpoints.iter().any(|e| {
+            e["endpoint"] == resolved.as_str()
+                && e["health_check"]["consecutive_passes"].as_u64() >= Some(2)
+        });
+        if checked {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(a.checks.load(Ordering::SeqCst) >= 2);
+    running.shutdown().await;
+}
