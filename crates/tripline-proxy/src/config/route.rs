@@ -112,17 +112,28 @@ pub struct RetrySection {
     /// The retry budget shared by every request of the route: retries stay
     /// below this share of requests however the upstream fails.
     pub budget: RetryBudgetConfig,
+    /// The back-off before the first retry is uniform in [0, `base`]; its
+    /// cap doubles per retry up to `max` (Envoy's 25 ms and 250 ms). A
+    /// `Retry-After` (in seconds) on the failed answer wins; the deadline
+    /// bounds either wait.
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub base: Duration,
+    /// The cap of the back-off's doubling, at least `base`.
+    #[serde(with = "tripline::clock::duration_serde")]
+    pub max: Duration,
 }
 
 impl Default for RetrySection {
     /// No retries; 64 KiB replay buffer; the library's default budget
-    /// (20 % of requests plus 10 a second).
+    /// (20 % of requests plus 10 a second); Envoy's back-off.
     fn default() -> Self {
         RetrySection {
             attempts: 1,
             retryable: false,
             max_buffered_body: 64 * 1024,
             budget: RetryBudgetConfig::default(),
+            base: Duration::from_millis(25),
+            max: Duration::from_millis(250),
         }
     }
 }

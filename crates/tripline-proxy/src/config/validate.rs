@@ -251,6 +251,12 @@ impl ProxyConfig {
             .budget
             .validate()
             .map_err(|e| policy_error(&format!("{at}.retry.budget"), &e))?;
+        if retry.base > retry.max {
+            return Err(ConfigError::invalid(
+                format!("{at}.retry.base"),
+                "must be at most retry.max",
+            ));
+        }
         let t = &route.timeout;
         for (field, d) in [("per_try", t.per_try), ("overall", t.overall)] {
             if d.is_some_and(|d| d.is_zero()) {

@@ -6,6 +6,7 @@
 //! replace a refusal or failure.
 
 mod attempt;
+mod backoff;
 mod fallback;
 mod hedge;
 mod limits;
@@ -334,7 +335,9 @@ async fn protected(
             && deadline.is_none_or(|d| !d.is_expired(&clock));
         if again {
             if route.budget.try_withdraw() {
-                previous = Some(tried.settle());
+                let settled = tried.settle();
+                backoff::sleep_before_retry(route, number, &settled, limits).await;
+                previous = Some(settled);
                 number += 1;
                 continue;
             }

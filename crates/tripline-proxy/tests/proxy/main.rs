@@ -41,6 +41,7 @@ mod readiness;
 mod refusals;
 mod reload;
 mod retries;
+mod retry_policy;
 mod scrape;
 mod support;
 mod tls;

@@ -1,0 +1,140 @@
+//! Retries wait before they go: an exponential back-off with full jitter
+//! (`retry.base`, `retry.max`), or the `Retry-After` the failed answer
+//! asked for, never past the request's deadline. Run on paused time, end
+//! to end through real sockets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::time::{Instant, sleep};
+use tripline_proxy::config::ProxyConfig;
+
+use crate::support::*;
+
+/// Keeps paused time's jumps small while loopback bytes are in flight
+/// (as the default-timeout and parking tests do).
+fn pace() -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {
+        loop {
+            sleep(Duration::from_millis(1)).await;
+            for _ in 0..20 {
+                std::thread::yield_now();
+            }
+        }
+    })
+}
+
+/// An upstream whose odd-numbered requests fail with 503 (and `retry_after`,
+/// when given) and whose even-numbered ones succeed.
+async fn failing_every_other(retry_after: Option<&'static str>) -> Upstream {
+    let seen = Arc::new(AtomicUsize::new(0));
+    Upstream::start(move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+            let mut r = respond(503, "busy");
+            if let Some(wait) = retry_after {
+                r.headers_mut().insert("retry-after", wait.parse().unwrap());
+            }
+            r
+        } else {
+            respond(200, "ok")
+        }
+    })
+    .await
+}
+
+/// Endpoint breakers that will not trip within a test.
+const PATIENT_ENDPOINTS: &str =
+    r#"breaker = { window = { kind = "count", size = 1000 }, minimum_calls = 1000 }"#;
+
+/// The status of a GET through the proxy, however long it takes (the
+/// support's `get` gives up after its own bound, shorter than these waits).
+async fn status_of_get(proxy: std::net::SocketAddr) -> u16 {
+    let req = hyper::Request::get(format!("http://{proxy}/"))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    client().request(req).await.unwrap().status().as_u16()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_for_the_retry_after_of_the_failed_answer() {
+    let _pace = pace();
+    // The failing endpoint is parked for its Retry-After, so the retry goes
+    // to the other one, after the wait the answer asked for.
+    let busy = Upstream::start(|_| {
+        let mut r = respond(503, "busy");
+        r.headers_mut().insert("retry-after", "30".parse().unwrap());
+        r
+    })
+    .await;
+    let good = Upstream::start(|_| respond(200, "ok")).await;
+    let route = r#"retry = { attempts = 2 }
+timeout = { overall = "60s" }"#;
+    let config = config(&[busy.addr, good.addr], route, "");
+    let (_proxy, running, addr, _clock) = start_proxy(&config).await;
+    let started = Instant::now();
+    let status = status_of_get(addr).await;
+    let waited = started.elapsed();
+    assert_eq!((status, busy.hits(), good.hits()), (200, 1, 1));
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "{waited:?}"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_bounds_the_wait_for_retry_after() {
+    let _pace = pace();
+    let upstream = failing_every_other(Some("3600")).await;
+    let good = Upstream::start(|_| respond(200, "ok")).await;
+    let route = r#"retry = { attempts = 2 }
+timeout = { overall = "2s" }"#;
+    let config = config(&[upstream.addr, good.addr], route, "");
+    let (_proxy, running, addr, _clock) = start_proxy(&config).await;
+    let started = Instant::now();
+    let answer = get(addr, "/").await;
+    let waited = started.elapsed();
+    // No time is left for the retry: the client gets the failed answer,
+    // at the deadline, not an hour later.
+    assert_eq!((answer.status, good.hits()), (503, 0));
+    assert!(waited <= Duration::from_millis(2100), "{waited:?}");
+    running.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_are_spread_by_a_jittered_back_off_within_its_cap() {
+    let _pace = pace();
+    let upstream = failing_every_other(None).await;
+    let route = r#"retry = { attempts = 2, base = "10s", max = "10s", budget = { ratio = 1.0 } }
+timeout = { overall = "60s" }"#;
+    let config = config(&[upstream.addr], route, PATIENT_ENDPOINTS);
+    let (_proxy, running, addr, _clock) = start_proxy(&config).await;
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        assert_eq!(status_of_get(addr).await, 200);
+        waits.push(started.elapsed());
+    }
+    // Full jitter: each wait uniform in [0, 10 s]; twenty of them sum to
+    // 100 s on average and below 40 s with a chance under one in a million.
+    let cap = Duration::from_millis(10_100);
+    assert!(waits.iter().all(|w| *w <= cap), "{waits:?}");
+    let total: Duration = waits.iter().sum();
+    assert!(total >= Duration::from_secs(40), "{waits:?}");
+    let distinct = waits
+        .iter()
+        .map(|w| w.as_millis() / 100)
+        .collect::<std::collections::BTreeSet<_>>();
+    assert!(distinct.len() > 10, "retries in step: {waits:?}");
+    running.shutdown().await;
+}
+
+#[test]
+fn a_back_off_base_over_its_max_is_refused_at_load() {
+    let text = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n[routes.retry]\nattempts = 2\nbase = \"1s\"\nmax = \"100ms\"\n";
+    let e = ProxyConfig::from_toml(text).unwrap_err();
+    assert_eq!(e.field, "routes[0].retry.base");
+    assert_eq!(e.line, Some(12));
+    assert!(e.to_string().contains("must be at most retry.max"), "{e}");
+}
