@@ -138,3 +138,28 @@ fn a_back_off_base_over_its_max_is_refused_at_load() {
     assert_eq!(e.line, Some(12));
     assert!(e.to_string().contains("must be at most retry.max"), "{e}");
 }
+
+#[tokio::test]
+async fn a_retry_goes_to_an_endpoint_not_yet_tried_whatever_the_balancer() {
+    for balancer in ["weighted_random", "p2c", "least_outstanding", "round_robin"] {
+        let bad = Upstream::start(|_| respond(502, "bad")).await;
+        let good = Upstream::start(|_| respond(200, "good")).await;
+        let route = r#"retry = { attempts = 2, base = "0s", budget = { ratio = 1.0 } }"#;
+        let cluster = format!("balancer = \"{balancer}\"\n{PATIENT_ENDPOINTS}");
+        let (_proxy, running, addr, _clock) =
+            start_proxy(&config(&[bad.addr, good.addr], route, &cluster)).await;
+        for _ in 0..30 {
+            let answer = get(addr, "/").await;
+            // A random balancer left to itself picks `bad` twice in a row
+            // for about one request in four.
+            assert_eq!(
+                (answer.status, answer.body.as_str()),
+                (200, "good"),
+                "{balancer}"
+            );
+        }
+        assert_eq!(good.hits(), 30, "{balancer}");
+        assert!(bad.hits() <= 30, "{balancer}: {}", bad.hits());
+        running.shutdown().await;
+    }
+}
