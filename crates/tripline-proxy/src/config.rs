@@ -47,7 +47,10 @@ mod fault;
 mod health;
 mod locate;
 mod protect;
+mod retry_on;
 mod route;
+
+pub(crate) use retry_on::{RetryOn, TryEnd};
 mod tls;
 mod validate;
 mod validate_admin;

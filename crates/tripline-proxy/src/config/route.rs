@@ -121,6 +121,15 @@ pub struct RetrySection {
     /// The cap of the back-off's doubling, at least `base`.
     #[serde(with = "tripline::clock::duration_serde")]
     pub max: Duration,
+    /// The failed tries to retry, by Envoy's condition names (`5xx`,
+    /// `gateway-error`, `connect-failure`, `reset`, `refused-stream`,
+    /// `retriable-4xx`, `retriable-status-codes`, `grpc:unavailable`, …).
+    /// Unset, a route retries every try its endpoint counts as failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<String>>,
+    /// The statuses `retriable-status-codes` retries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retriable_status_codes: Vec<u16>,
 }
 
 impl Default for RetrySection {
@@ -134,6 +143,8 @@ impl Default for RetrySection {
             budget: RetryBudgetConfig::default(),
             base: Duration::from_millis(25),
             max: Duration::from_millis(250),
+            retry_on: None,
+            retriable_status_codes: Vec::new(),
         }
     }
 }

@@ -251,6 +251,10 @@ impl ProxyConfig {
             .budget
             .validate()
             .map_err(|e| policy_error(&format!("{at}.retry.budget"), &e))?;
+        if let Some(names) = &retry.retry_on {
+            super::RetryOn::parse(names, &retry.retriable_status_codes)
+                .map_err(|e| ConfigError::invalid(format!("{at}.retry.retry_on"), e))?;
+        }
         if retry.base > retry.max {
             return Err(ConfigError::invalid(
                 format!("{at}.retry.base"),

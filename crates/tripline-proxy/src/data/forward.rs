@@ -11,6 +11,7 @@ mod fallback;
 mod hedge;
 mod limits;
 mod no_healthy;
+mod retry_on;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -328,7 +329,7 @@ async fn protected(
         )
         .await;
         let outcome = tried.outcome();
-        let again = outcome.is_some_and(|o| o.is_failure())
+        let again = retry_on::wants_retry(route, &tried)
             && number < route.retry.attempts
             && body.is_replayable()
             && (route.may_retry(&parts.method) || outcome.is_some_and(|o| o.never_sent()))

@@ -27,6 +27,8 @@ pub(crate) struct Route {
     pub(crate) bulkhead: Option<Bulkhead>,
     pub(crate) budget: RetryBudget,
     pub(crate) retry: RetrySection,
+    /// The parsed `retry.retry_on`; `None` retries the tries counted failed.
+    pub(crate) retry_on: Option<crate::config::RetryOn>,
     pub(crate) timeout: TimeoutSection,
     /// Indexed by status code: whether it is a failure.
     failure: Box<[bool; 600]>,
@@ -117,6 +119,13 @@ impl Route {
             bulkhead,
             budget,
             retry: section.retry.clone(),
+            retry_on: match &section.retry.retry_on {
+                Some(names) => Some(
+                    crate::config::RetryOn::parse(names, &section.retry.retriable_status_codes)
+                        .map_err(|e| invalid("retry.retry_on", &e))?,
+                ),
+                None => None,
+            },
             timeout: section.timeout.clone(),
             failure,
             guard: Guard::build(at, section, clock)?,

@@ -163,3 +163,108 @@ async fn a_retry_goes_to_an_endpoint_not_yet_tried_whatever_the_balancer() {
         running.shutdown().await;
     }
 }
+
+/// Hits on an upstream that answers `first` (with `header`, if any) to its
+/// first request and 200 after, behind a route retrying once on `retry_on`.
+async fn hits_after_one_failure(
+    first: u16,
+    header: Option<(&'static str, &'static str)>,
+    retry_on: &str,
+) -> (u16, usize) {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let upstream = Upstream::start(move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            let mut r = respond(first, "first");
+            if let Some((name, value)) = header {
+                r.headers_mut().insert(name, value.parse().unwrap());
+            }
+            r
+        } else {
+            respond(200, "ok")
+        }
+    })
+    .await;
+    let route = format!("retry = {{ attempts = 2, base = \"0s\", retry_on = {retry_on} }}");
+    let (_proxy, running, addr, _clock) =
+        start_proxy(&config(&[upstream.addr], &route, PATIENT_ENDPOINTS)).await;
+    let status = get(addr, "/").await.status;
+    running.shutdown().await;
+    (status, upstream.hits())
+}
+
+#[tokio::test]
+async fn retry_on_retries_exactly_the_listed_conditions() {
+    // A 500 is retried under 5xx, not under gateway-error or connect-failure.
+    assert_eq!(
+        hits_after_one_failure(500, None, r#"["5xx"]"#).await,
+        (200, 2)
+    );
+    assert_eq!(
+        hits_after_one_failure(500, None, r#"["gateway-error"]"#).await,
+        (500, 1)
+    );
+    assert_eq!(
+        hits_after_one_failure(503, None, r#"["gateway-error"]"#).await,
+        (200, 2)
+    );
+    assert_eq!(
+        hits_after_one_failure(503, None, r#"["connect-failure"]"#).await,
+        (503, 1)
+    );
+    // retriable-4xx is 409 only.
+    assert_eq!(
+        hits_after_one_failure(409, None, r#"["retriable-4xx"]"#).await,
+        (200, 2)
+    );
+    assert_eq!(
+        hits_after_one_failure(404, None, r#"["retriable-4xx"]"#).await,
+        (404, 1)
+    );
+    // A 429 only when listed in retriable_status_codes.
+    let listed = r#"["retriable-status-codes"], retriable_status_codes = [429]"#;
+    assert_eq!(hits_after_one_failure(429, None, listed).await, (200, 2));
+    // A trailers-only gRPC answer carrying UNAVAILABLE (14).
+    let unavailable = Some(("grpc-status", "14"));
+    let grpc = r#"["grpc:unavailable"]"#;
+    assert_eq!(
+        hits_after_one_failure(200, unavailable, grpc).await,
+        (200, 2)
+    );
+    let exhausted = r#"["grpc:resource-exhausted"]"#;
+    assert_eq!(
+        hits_after_one_failure(200, unavailable, exhausted).await.1,
+        1
+    );
+}
+
+#[tokio::test]
+async fn without_retry_on_a_route_retries_what_it_counts_failed() {
+    let defaults = "retry = { attempts = 2, base = \"0s\" }";
+    for (first, hits) in [(500, 2), (503, 2), (409, 1), (404, 1)] {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let upstream = Upstream::start(move |_| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            respond(if n == 0 { first } else { 200 }, "x")
+        })
+        .await;
+        let (_proxy, running, addr, _clock) =
+            start_proxy(&config(&[upstream.addr], defaults, PATIENT_ENDPOINTS)).await;
+        get(addr, "/").await;
+        assert_eq!(upstream.hits(), hits, "{first}");
+        running.shutdown().await;
+    }
+}
+
+#[test]
+fn an_unknown_retry_on_condition_is_refused_at_load_with_the_known_ones() {
+    let text = "[[listeners]]\naddress = \"127.0.0.1:0\"\n\n[clusters.backend]\nendpoints = [\"127.0.0.1:9000\"]\n\n[[routes]]\nname = \"api\"\ncluster = \"backend\"\n[routes.retry]\nattempts = 2\nretry_on = [\"5xx\", \"timeouts\"]\n";
+    let e = ProxyConfig::from_toml(text).unwrap_err();
+    assert_eq!(e.field, "routes[0].retry.retry_on");
+    assert_eq!(e.line, Some(12));
+    let shown = e.to_string();
+    assert!(shown.contains("unknown condition \"timeouts\""), "{shown}");
+    assert!(
+        shown.contains("gateway-error") && shown.contains("grpc:unavailable"),
+        "{shown}"
+    );
+}
