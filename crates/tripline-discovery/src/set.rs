@@ -122,6 +122,9 @@ pub struct Status {
     pub skipped: usize,
     /// Such children over all reads.
     pub skipped_total: u64,
+    /// Enabled providers of the chosen protocol in the last read: 0 with
+    /// `other_protocols` set means the path offers nothing callable.
+    pub usable: usize,
     /// Disabled providers of the chosen protocol in the last read.
     pub disabled: usize,
     /// Providers of other protocols in the last read, by scheme: when the
@@ -141,6 +144,7 @@ impl Default for Status {
             reconnects: 0,
             skipped: 0,
             skipped_total: 0,
+            usable: 0,
             disabled: 0,
             other_protocols: Vec::new(),
             kept_last_set: false,

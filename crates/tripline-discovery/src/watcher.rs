@@ -66,6 +66,7 @@ impl Outputs {
             s.reads += 1;
             s.skipped = read.skipped.len();
             s.skipped_total += read.skipped.len() as u64;
+            s.usable = read.providers.len();
             s.disabled = read.disabled;
             s.other_protocols = read
                 .other_protocols

@@ -290,6 +290,35 @@ async fn a_lost_zookeeper_keeps_the_providers_and_says_so_and_a_bad_registration
     running.shutdown().await;
 }
 
+// One thread: the captured log lines are the test thread's.
+#[tokio::test]
+async fn a_path_listing_only_dubbo_providers_says_which_protocol_it_found() {
+    let zk = ZooKeeper::start().await;
+    let reg = registrar(&zk).await;
+    let hessian: SocketAddr = "127.0.0.1:20880".parse().unwrap();
+    register(&reg, &provider("dubbo", hessian, &[]).to_child()).await;
+    let (logs, _guard) = capture_logs();
+    let (proxy, running, _addr, _clock) = start_proxy(&proxy_config(&zk, "tri", "")).await;
+    let admin = running.admin_addr().unwrap();
+    let discovery = until("the other protocol counted", || async {
+        let discovery = outliers(admin).await["clusters"][0]["discovery"].clone();
+        (discovery["other_protocols"]["dubbo"] == 1).then_some(discovery)
+    })
+    .await;
+    assert_eq!(discovery["protocol"], "tri");
+    assert!(
+        endpoints(&proxy).is_empty(),
+        "a dubbo:// provider is never called"
+    );
+    let said = logged(&logs);
+    assert!(
+        said.contains("cluster orders wants tri:// providers")
+            && said.contains("lists only 1 dubbo://"),
+        "{said}"
+    );
+    running.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_starts_and_stops_watches() {
     let zk = ZooKeeper::start().await;

@@ -292,7 +292,7 @@ impl Follow {
             }
             _ => {}
         }
-        let newly_unusable = now.kept_last_set
+        let newly_unusable = now.usable == 0
             && !now.other_protocols.is_empty()
             && before
                 .as_ref()
@@ -329,6 +329,14 @@ impl Follow {
             "skipped_total": status.as_ref().map_or(0, |s| s.skipped_total),
             "kept_last_set": status.as_ref().is_some_and(|s| s.kept_last_set),
             "last_error": status.as_ref().and_then(|s| s.last_error.clone()),
+            // Providers registered under another protocol, by scheme: a
+            // path that lists only `dubbo://` shows why the cluster is empty.
+            "other_protocols": status.as_ref().map(|s| {
+                s.other_protocols
+                    .iter()
+                    .map(|(scheme, n)| (scheme.clone(), serde_json::json!(n)))
+                    .collect::<serde_json::Map<_, _>>()
+            }),
         })
     }
 }
