@@ -455,6 +455,33 @@ breaker = { window = { kind = "count", size = 3 }, minimum_calls = 3, failure_ra
 }
 
 #[test]
+fn a_yaml_config_takes_the_same_discovery_section() {
+    let yaml = "listeners:\n  - address: 127.0.0.1:0\nroutes:\n  - name: api\n    cluster: orders\nclusters:\n  orders:\n    balancer: weighted_round_robin\n    discovery:\n      zookeeper: 127.0.0.1:2181\n      path: /dubbo/com.example.OrderService/providers\n      protocol: tri\n      grace: 10s\n";
+    let toml = r#"[[listeners]]
+address = "127.0.0.1:0"
+
+[[routes]]
+name = "api"
+cluster = "orders"
+
+[clusters.orders]
+balancer = "weighted_round_robin"
+discovery = { zookeeper = "127.0.0.1:2181", path = "/dubbo/com.example.OrderService/providers", protocol = "tri", grace = "10s" }
+"#;
+    let from_yaml = tripline_proxy::config::ProxyConfig::from_yaml(yaml).expect("YAML");
+    let from_toml = tripline_proxy::config::ProxyConfig::from_toml(toml).expect("TOML");
+    assert_eq!(
+        format!("{:?}", from_yaml.clusters),
+        format!("{:?}", from_toml.clusters)
+    );
+    let bad = yaml.replace("protocol: tri", "protocol: thrift");
+    let error = tripline_proxy::config::ProxyConfig::from_yaml(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("thrift"), "{error}");
+}
+
+#[test]
 fn bad_discovery_sections_are_refused_naming_file_line_and_field() {
     let with = |discovery: &str, extra: &str| {
         format!(
