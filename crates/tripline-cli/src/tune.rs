@@ -2,7 +2,8 @@
 //! recorded traffic (see `tripline_sim::tune`).
 //!
 //! The report goes to stdout; `--out` writes the recommended config as a
-//! breaker table. A progress bar goes to stderr when it is a terminal.
+//! breaker table named after the route, or, when the traffic differs by
+//! hour, as a config document with a daily profile for the peak hours. A progress bar goes to stderr when it is a terminal.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -117,10 +118,20 @@ pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
     let periods = tune::daytime::tune_periods(&traffic, &tuning, &tick)
         .map_err(|m| CliError::input(format!("{name}: {m}")))?;
     print!("{}", tune::recommend::text(&tuning, objective));
-    print!("{}", tune::daytime::text(&periods, objective));
+    let name = breaker_name(args.route.as_deref(), &traffic.routes);
+    print!("{}", tune::daytime::text(&periods, objective, &name));
     if let Some(path) = &args.out {
-        let (config, _) = tuning.pick(objective);
-        std::fs::write(path, tune::recommend::config_toml(config))
+        let text = match tune::daytime::document_toml(&periods, objective, &name) {
+            // One config per period: a config document whose profile
+            // switches to the peak config at the peak hours.
+            Some(document) => document,
+            None => {
+                let mut config = tuning.pick(objective).0.clone();
+                config.name = name.clone();
+                tune::recommend::config_toml(&config)
+            }
+        };
+        std::fs::write(path, text)
             .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
     }
     if let Some(path) = &args.chart {
@@ -132,6 +143,18 @@ pub(crate) fn run(args: &TuneArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::other(format!("{}: cannot write: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// The name the written config gives its breaker: the route it was tuned
+/// for (a route's breaker is named after its route, so the table fits
+/// `breaker = {…}` and `tripline config push` alike), the log's only
+/// route, or `tuned` when the log mixes routes.
+fn breaker_name(route: Option<&str>, routes: &std::collections::BTreeSet<String>) -> String {
+    match (route, routes.len()) {
+        (Some(route), _) => route.to_owned(),
+        (None, 1) => routes.iter().next().cloned().unwrap_or_default(),
+        _ => "tuned".to_owned(),
+    }
 }
 
 /// A breaker table from a TOML file, validated.

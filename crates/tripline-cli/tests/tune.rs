@@ -178,3 +178,63 @@ fn chart_marks_each_objectives_trips() {
     assert!(trips >= 3, "one trip per objective at least: {trips}");
     assert!(svg.contains("balanced") && svg.contains("failed share"));
 }
+
+#[test]
+fn traffic_that_differs_by_hour_is_written_as_a_document_with_a_peak_profile() {
+    use tripline_sim::tune::synth::{Spec, write};
+    // 07:00–08:00 UTC at 2 requests/s, 08:00–09:00 at 20, on route `api`.
+    let spec = Spec {
+        start: 1_796_108_400,
+        seconds: 7200,
+        rate: 2,
+        busy: Some((3600, 7200, 20)),
+        ..Spec::default()
+    };
+    let mut bytes = Vec::new();
+    write(&spec, &mut bytes).expect("in memory");
+    let dir = Dir::new();
+    let log = dir.path("access.log");
+    std::fs::write(&log, bytes).expect("write the log");
+    let document = dir.path("tuned.toml");
+    let out = tripline([
+        "tune",
+        "--access-log",
+        log.to_str().expect("path"),
+        "--out",
+        document.to_str().expect("path"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&document).expect("--out written");
+    for part in [
+        "[[breaker]]\nname = \"api\"",
+        "[[profile]]\nname = \"peak-08h\"",
+        "from = \"08:00\", to = \"09:00\", tz = \"UTC\"",
+        "[[profile.breaker]]\nname = \"api\"",
+    ] {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+    // A document `config push` takes, whose profile holds at the peak.
+    let at = |instant: &str| {
+        tripline([
+            "config",
+            "check",
+            document.to_str().expect("path"),
+            "--at",
+            instant,
+        ])
+    };
+    let peak = at("2026-12-01T08:30:00Z");
+    assert_eq!(peak.status, 0, "{}\n{}", peak.text(), peak.stderr);
+    assert!(
+        peak.text().contains("profile \"peak-08h\" holds"),
+        "{}",
+        peak.text()
+    );
+    let quiet = at("2026-12-01T07:30:00Z");
+    assert_eq!(quiet.status, 0, "{}\n{}", quiet.text(), quiet.stderr);
+    assert!(
+        quiet.text().contains("no profile holds"),
+        "{}",
+        quiet.text()
+    );
+}

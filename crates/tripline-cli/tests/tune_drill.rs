@@ -2,7 +2,10 @@
 //! an in-process proxy whose access log is on, with a known outage (every
 //! try answered 503 from 5 s to 8 s); the tuning must find that outage and
 //! recommend a config that trips within the drill's `trip_within`, with no
-//! false trip on the healthy phases. Runs in real time (~12 s).
+//! false trip on the healthy phases; and that recommendation, written by
+//! `tripline tune --out` and put on the route, must pass the same drill
+//! with `trip_within` and `false_trips = 0` judged. Runs in real time
+//! (~25 s).
 
 #[path = "support/run.rs"]
 mod support;
@@ -17,11 +20,13 @@ use tripline_sim::tune::recommend::{Objective, tune};
 /// The drill's expectation on how fast the breaker opens.
 const TRIP_WITHIN: f64 = 2.0;
 
-#[test]
-fn tune_finds_the_drills_outage_in_the_proxys_own_access_log() {
-    let dir = Dir::new();
-    let log = dir.path("access.log");
-    let drill = format!(
+/// The drill: real load through an in-process proxy over two upstreams,
+/// every try answered 503 from 5 s to 8 s, and endpoint breakers that
+/// never trip. `breaker` is the route's
+/// breaker table (TOML lines under `[routes.breaker]`), `expect` the
+/// lines of `[expect]`.
+fn drill(log: &std::path::Path, breaker: &str, expect: &str) -> String {
+    format!(
         r#"
 name = "tune"
 watch = ["api"]
@@ -33,12 +38,15 @@ address = "127.0.0.1:0"
 [access_log]
 mode = "full"
 path = "{log}"
+[clusters.backend]
+endpoints = ["${{a}}", "${{b}}"]
+# The route's breaker is the one judged: the endpoints' own never trip.
+breaker = {{ window = {{ kind = "count", size = 1000 }}, minimum_calls = 1000 }}
 [[routes]]
 name = "api"
 cluster = "backend"
-breaker = {{ window = {{ kind = "count", size = 1000 }}, minimum_calls = 1000 }}
-[clusters.backend]
-endpoints = ["${{a}}", "${{b}}"]
+[routes.breaker]
+{breaker}
 """
 [load]
 rate = 40.0
@@ -52,11 +60,19 @@ route = "api"
 abort = {{ status = 503 }}
 
 [expect]
-false_trips = 0
+{expect}
 "#,
         log = log.display()
-    );
-    let file = dir.write("tune.toml", &drill);
+    )
+}
+
+#[test]
+fn tune_finds_the_drills_outage_in_the_proxys_own_access_log() {
+    let dir = Dir::new();
+    let log = dir.path("access.log");
+    // A breaker that never trips: the log records the outage unchecked.
+    let never = "window = { kind = \"count\", size = 1000 }\nminimum_calls = 1000";
+    let file = dir.write("tune.toml", &drill(&log, never, "false_trips = 0"));
     let out = tripline(["drill".as_ref(), file.as_os_str()]);
     assert_eq!(out.status, 0, "{}\n{}", out.text(), out.stderr);
     let traffic = read(
@@ -76,4 +92,28 @@ false_trips = 0
     let d = r.detection[0].expect("the recommended config trips on the outage");
     assert!(d <= TRIP_WITHIN, "{d} s with {config:?}");
     assert_eq!(r.false_trips, 0, "{config:?}: trips at {:?}", r.trips);
+
+    // The recommendation, as `tune --out` writes it, on the route: the same
+    // drill now judges how fast it opens and that it never trips falsely.
+    let recommended = dir.path("breaker.toml");
+    let out = tripline([
+        "tune".as_ref(),
+        "--access-log".as_ref(),
+        log.as_os_str(),
+        "--out".as_ref(),
+        recommended.as_os_str(),
+    ]);
+    assert_eq!(out.status, 0, "{}\n{}", out.text(), out.stderr);
+    let table = std::fs::read_to_string(&recommended).expect("tune wrote --out");
+    let again = dir.path("again.log");
+    let expect = format!("trip_within = \"{TRIP_WITHIN}s\"\nfalse_trips = 0");
+    let file = dir.write("again.toml", &drill(&again, &table, &expect));
+    let out = tripline(["drill".as_ref(), file.as_os_str()]);
+    assert_eq!(
+        out.status,
+        0,
+        "the recommendation failed the drill:\n{table}\n{}\n{}",
+        out.text(),
+        out.stderr
+    );
 }

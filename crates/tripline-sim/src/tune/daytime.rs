@@ -6,7 +6,7 @@
 
 use super::outage::Outage;
 use super::read::{Second, Traffic};
-use super::recommend::{Tuning, rank};
+use super::recommend::{Objective, Tuning, rank};
 
 /// Peak over quiet mean rate from which one config per period is proposed.
 pub const RATIO: f64 = 3.0;
@@ -96,8 +96,9 @@ pub fn tune_periods(
     Ok(out)
 }
 
-/// The periods as text: why, then each period's hours and config.
-pub fn text(periods: &[Period], objective: super::recommend::Objective) -> String {
+/// The periods as text: why, then each period's hours and config (its
+/// breaker named `name`).
+pub fn text(periods: &[Period], objective: Objective, name: &str) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     if periods.is_empty() {
@@ -125,7 +126,71 @@ pub fn text(periods: &[Period], objective: super::recommend::Objective) -> Strin
             r.false_trips,
             r.rejected_healthy
         );
-        s.push_str(&super::recommend::config_toml(config));
+        s.push_str(&named_toml(config, name));
     }
     s
+}
+
+/// The config as a breaker table under `name`.
+fn named_toml(config: &tripline::CircuitBreakerConfig, name: &str) -> String {
+    let mut c = config.clone();
+    c.name = name.to_owned();
+    super::recommend::config_toml(&c)
+}
+
+/// The hours as runs of consecutive hours, `(from, to)` with `to`
+/// exclusive (24 for midnight); a run through midnight is one run
+/// (`to` < `from`).
+pub fn hour_runs(hours: &[u8]) -> Vec<(u8, u8)> {
+    let mut sorted: Vec<u8> = hours.iter().copied().filter(|h| *h < 24).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut runs: Vec<(u8, u8)> = Vec::new();
+    for h in sorted {
+        match runs.last_mut() {
+            Some((_, to)) if *to == h => *to = h + 1,
+            _ => runs.push((h, h + 1)),
+        }
+    }
+    // 22h 23h and 00h 01h are one run, through midnight.
+    if runs.len() > 1 && runs[0].0 == 0 && runs[runs.len() - 1].1 == 24 {
+        let first = runs.remove(0);
+        if let Some(last) = runs.last_mut() {
+            last.1 = first.1;
+        }
+    }
+    runs
+}
+
+/// The periods as one config document for `tripline config push`: the
+/// quiet hours' config as the breaker's table, and the peak hours' config
+/// as a daily `[[profile]]` per run of peak hours (UTC), which the
+/// appliers switch to and from at the hours' boundaries, keeping state.
+/// `name` names the breaker (the route's, for a proxy route).
+pub fn document_toml(periods: &[Period], objective: Objective, name: &str) -> Option<String> {
+    use std::fmt::Write as _;
+    let quiet = periods.iter().find(|p| p.name == "quiet")?;
+    let peak = periods.iter().find(|p| p.name == "peak")?;
+    let named = |c| named_toml(c, name);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Tuned per time of day ({}): the quiet hours' config, and the\n# peak hours' as a daily profile (UTC).\n",
+        objective.name()
+    );
+    let _ = writeln!(s, "[[breaker]]\n{}", named(quiet.tuning.pick(objective).0));
+    let days = r#"["mon", "tue", "wed", "thu", "fri", "sat", "sun"]"#;
+    for (from, to) in hour_runs(&peak.hours) {
+        let _ = writeln!(
+            s,
+            "[[profile]]\nname = \"peak-{from:02}h\"\nwhen = {{ days = {days}, from = \"{from:02}:00\", to = \"{:02}:00\", tz = \"UTC\" }}\n",
+            to % 24
+        );
+        let _ = writeln!(
+            s,
+            "[[profile.breaker]]\n{}",
+            named(peak.tuning.pick(objective).0)
+        );
+    }
+    Some(s)
 }
