@@ -72,14 +72,26 @@
 //! that does not parse is reported on stderr and replaced by a fresh
 //! breaker.
 //!
+//! # A shared store
+//!
+//! With `--store etcd://HOST:PORT/PREFIX` (or `TRIPLINE_STORE`, or
+//! `[store] url`) the same state lives in etcd instead, shared by every
+//! runner on every host: each read–decide–write is one transaction guarded
+//! by the state key's revision, and a probe's lease is an etcd lease its
+//! run renews (see [`store_etcd`]). When etcd cannot be reached,
+//! `on_store_error` decides: `run` (default) runs the command without the
+//! breaker, `refuse` exits 69.
+//!
 //! # Exit codes
 //!
 //! The command's own exit code (128 + signal if it was killed, 124 on
 //! `--timeout`, 127 if it could not be started); `--open-exit-code`
 //! (default 75, `EX_TEMPFAIL`) when the breaker is open and the command was
-//! not run; 2 on bad input (the command is never run); 1 when the state
-//! could not be saved.
+//! not run; 69 (`EX_UNAVAILABLE`) when the shared store cannot be reached
+//! and `on_store_error = "refuse"`; 2 on bad input (the command is never
+//! run); 1 when the state could not be saved.
 
+mod backend;
 mod clock;
 mod config;
 mod exec;
@@ -89,6 +101,8 @@ mod owner;
 mod rebuild;
 mod state;
 mod store;
+mod store_etcd;
+mod store_spec;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -129,6 +143,16 @@ pub(crate) struct RunArgs {
     /// (`~/.local/state/tripline`).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// Keep the breaker in etcd, shared by every runner that names it:
+    /// `etcd://HOST:PORT/PREFIX`. Also `TRIPLINE_STORE`, or `[store] url`
+    /// in a TOML `--config` (flag over environment over file). Default:
+    /// the state dir.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// When the store cannot be reached: `run` the command without the
+    /// breaker (default; warns once, counts it) or `refuse` (exit 69).
+    #[arg(long, value_name = "WHAT", value_enum)]
+    on_store_error: Option<store_spec::OnStoreError>,
     /// Kill the command (SIGTERM, then SIGKILL 10 s later) after this long
     /// and count a failure; exit 124.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
@@ -200,13 +224,27 @@ fn dispatch(args: &RunArgs) -> Result<u8, CliError> {
     }
     let cfg = config::load(name, args.config.as_deref())?;
     let now = clock::WallClock::from_args(args.clock_file.as_deref())?;
-    let store = store::Store::open(args.state_dir.clone(), name)?;
+    let spec = store_spec::resolve(
+        args.store.as_deref(),
+        args.on_store_error,
+        args.config.as_deref(),
+    )?;
+    let local = store::Store::open(args.state_dir.clone(), name)?;
+    let store = match &spec.etcd {
+        None => backend::Backend::File(local),
+        Some(url) => backend::Backend::Etcd(
+            Box::new(store_etcd::EtcdStore::open(url, &spec, name)?),
+            local,
+        ),
+    };
     let ctx = ops::Context {
         name,
         config: cfg,
         store,
         clock: now,
         exports: export::Exports::new(args.textfile.clone(), args.pushgateway.clone(), name)?,
+        on_store_error: spec.on_error,
+        warned: std::cell::Cell::new(false),
     };
     match op {
         ops::Op::Run => ops::run_command(

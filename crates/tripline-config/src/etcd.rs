@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-pub use gateway::{EtcdError, Gateway, KeyValue};
+pub use gateway::{EtcdError, Gateway, KeyValue, TxnOp, TxnOutcome};
 pub use status::{document_at, fleet_status, kind_bases, push_document};
 
 use crate::applier::Applier;

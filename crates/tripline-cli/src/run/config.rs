@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tripline::breaker::{ConfigFileError, OpenDuration};
+use tripline::breaker::{ConfigFileError, ConfigFormat, OpenDuration};
 use tripline::{CircuitBreakerConfig, HalfOpenPolicy, WindowConfig};
 
 use crate::CliError;
@@ -63,6 +63,29 @@ pub(crate) fn check_name(name: &str) -> Result<(), CliError> {
     }
 }
 
+/// Reads the breaker part of the file: a TOML file's `[store]` table says
+/// where the breaker lives (see `store_spec`), not how it behaves, so its
+/// lines are blanked before the library reads the rest.
+fn read_breaker(path: &Path) -> Result<CircuitBreakerConfig, ConfigFileError> {
+    if path.extension().is_none_or(|e| e != "toml") {
+        return CircuitBreakerConfig::from_path(path);
+    }
+    let in_file = |e: ConfigFileError| ConfigFileError {
+        file: Some(path.to_owned()),
+        ..e
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError {
+        file: Some(path.to_owned()),
+        line: None,
+        column: None,
+        breaker: None,
+        field: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    let (breaker, _) = super::store_spec::split_store_section(&text);
+    CircuitBreakerConfig::from_str_with_format(&breaker, ConfigFormat::Toml).map_err(in_file)
+}
+
 /// Loads and validates the config for `name`. `warm_up`, `cooldown` and
 /// `min_state_duration` are honoured across runs: the state file carries
 /// the moments they count from (the library's `StateTimes`), so the warm-up
@@ -77,7 +100,7 @@ pub(crate) fn load(name: &str, file: Option<&Path>) -> Result<CircuitBreakerConf
     let mut config = match file {
         None => defaults(name),
         Some(path) => {
-            CircuitBreakerConfig::from_path(path).map_err(|e| {
+            read_breaker(path).map_err(|e| {
                 // The breaker runs as `--breaker NAME` whatever the file
                 // calls it; a file without a name is named by that.
                 let breaker = e.breaker.clone().or_else(|| Some(name.into()));

@@ -51,14 +51,37 @@ impl Exports {
     }
 
     /// Publishes; a failure is a warning (metrics never fail the job).
-    pub(crate) fn publish(&self, breaker: &CircuitBreaker, counters: &Counters) {
+    /// `store_errors`: with a shared store, this host's count of runs that
+    /// could not reach it.
+    pub(crate) fn publish(
+        &self,
+        breaker: &CircuitBreaker,
+        counters: &Counters,
+        store_errors: Option<u64>,
+    ) {
         if self.textfile.is_none() && self.push.is_none() {
             return;
         }
-        let text = match render(breaker, counters) {
+        let mut text = match render(breaker, counters) {
             Ok(t) => t,
             Err(e) => return eprintln!("tripline: warning: metrics: {e}"),
         };
+        if let Some(n) = store_errors {
+            text.push_str(&store_errors_family(&self.name, n));
+        }
+        self.send(text);
+    }
+
+    /// When the shared store cannot be reached, the breaker's state is
+    /// unknown: only the count of such runs is published.
+    pub(crate) fn publish_store_errors(&self, n: u64) {
+        if self.textfile.is_none() && self.push.is_none() {
+            return;
+        }
+        self.send(store_errors_family(&self.name, n));
+    }
+
+    fn send(&self, text: String) {
         if let Some(dir) = &self.textfile
             && let Err(e) = write_textfile(dir, &self.name, &text)
         {
@@ -71,6 +94,14 @@ impl Exports {
             }
         }
     }
+}
+
+fn store_errors_family(name: &str, n: u64) -> String {
+    format!(
+        "# HELP tripline_run_store_errors_total Runs on this host that could not reach the shared store.\n\
+         # TYPE tripline_run_store_errors_total counter\n\
+         tripline_run_store_errors_total{{breaker=\"{name}\"}} {n}\n"
+    )
 }
 
 fn render(breaker: &CircuitBreaker, c: &Counters) -> Result<String, String> {

@@ -2,17 +2,18 @@
 //! force it open. Each read–decide–write happens under the lock; the
 //! command runs outside it.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use tripline::{CircuitBreakerConfig, State, WindowSnapshot};
 
+use super::backend::{Backend, StoreError};
 use super::clock::WallClock;
-use super::exec::{self, Spec};
+use super::exec::{self, Ran, Spec};
 use super::export::Exports;
-use super::owner::Owner;
-use super::rebuild::{self, apply, rebuild, settle};
-use super::state::{Checkpoint, Operator, ProbeEvent, Verdict};
-use super::store::Store;
+use super::rebuild::{Holders, Rebuilt, apply, rebuild, settle};
+use super::state::{Checkpoint, Counters, Operator, ProbeEvent, StateFile, Verdict};
+use super::store_spec::{OnStoreError, STORE_REFUSED_EXIT};
 use crate::CliError;
 use crate::words::count;
 
@@ -32,15 +33,76 @@ pub(crate) enum Op {
 pub(crate) struct Context<'a> {
     pub(crate) name: &'a str,
     pub(crate) config: CircuitBreakerConfig,
-    pub(crate) store: Store,
+    pub(crate) store: Backend,
     pub(crate) clock: WallClock,
     pub(crate) exports: Exports,
+    pub(crate) on_store_error: OnStoreError,
+    /// Whether this run already warned of an unreachable store (once).
+    pub(crate) warned: Cell<bool>,
+}
+
+impl Context<'_> {
+    /// The store could not be reached before the command: refuse, or warn
+    /// once, count it, and run the command without the breaker.
+    fn store_down(&self, why: &str) -> Result<(), CliError> {
+        if self.on_store_error == OnStoreError::Refuse {
+            return Err(CliError {
+                message: format!(
+                    "breaker {:?}: store unreachable ({why}); on_store_error = \"refuse\": the command was not run",
+                    self.name
+                ),
+                status: STORE_REFUSED_EXIT,
+            });
+        }
+        self.store_lost(why, "running the command without the breaker");
+        Ok(())
+    }
+
+    /// Warns once and counts an unreachable store.
+    fn store_lost(&self, why: &str, consequence: &str) {
+        if !self.warned.replace(true) {
+            eprintln!(
+                "tripline: warning: breaker {:?}: store unreachable ({why}); {consequence}",
+                self.name
+            );
+        }
+        if let Some(n) = self.store.count_store_error() {
+            self.exports.publish_store_errors(n);
+        }
+    }
+
+    fn publish(&self, breaker: &tripline::CircuitBreaker, counters: &Counters) {
+        self.exports
+            .publish(breaker, counters, self.store.store_errors());
+    }
 }
 
 /// What the run was admitted as.
+#[derive(Clone, Copy)]
 enum Ticket {
     Closed { epoch: u64 },
     Probe { epoch: u64, lease: u64 },
+}
+
+/// The first step's decision.
+enum Admission {
+    Refused {
+        message: String,
+        rebuilt: Rebuilt,
+        counters: Counters,
+    },
+    Admitted(Ticket),
+}
+
+/// An operator's or `--status`'s store error: nothing to act on.
+fn unreachable(name: &str, what: &str, e: StoreError) -> CliError {
+    match e {
+        StoreError::Fatal(e) => e,
+        StoreError::Unreachable(why) => CliError {
+            message: format!("breaker {name:?}: store unreachable ({why}); {what}"),
+            status: STORE_REFUSED_EXIT,
+        },
+    }
 }
 
 pub(crate) fn run_command(
@@ -49,28 +111,26 @@ pub(crate) fn run_command(
     open_exit: u8,
 ) -> Result<u8, CliError> {
     let started = ctx.clock.now()?;
-    let ticket = {
-        let lock = ctx.store.lock()?;
-        let mut state = ctx.store.read(&lock);
-        let before = state.clone();
-        let rebuilt = rebuild(&mut state, &ctx.config, started)?;
-        let ticket = match rebuilt.breaker.try_acquire_owned() {
+    let owner = ctx.store.lease_owner();
+    let admission = ctx.store.update(|state, holders| {
+        let rebuilt = rebuild(state, &ctx.config, started, holders)?;
+        let admitted = rebuilt.breaker.try_acquire_owned();
+        Ok(match admitted {
             Err(rejected) => {
                 state.counters.rejected += 1;
-                settle(&mut state, &rebuilt, started, String::new);
-                ctx.store
-                    .write(&lock, &state, before.decision_differs(&state))?;
-                drop(lock);
-                ctx.exports.publish(&rebuilt.breaker, &state.counters);
+                settle(state, &rebuilt, started, String::new);
                 let wait = rejected
                     .retry_after()
                     .map_or_else(String::new, |d| format!("; next probe in {}", secs(d)));
-                eprintln!(
-                    "tripline: breaker {:?} is {}{wait}",
-                    ctx.name,
-                    describe_open(&state.checkpoint)
-                );
-                return Ok(open_exit);
+                Admission::Refused {
+                    message: format!(
+                        "tripline: breaker {:?} is {}{wait}",
+                        ctx.name,
+                        describe_open(&state.checkpoint)
+                    ),
+                    counters: state.counters.clone(),
+                    rebuilt,
+                }
             }
             Ok(permit) if permit.is_probe() => {
                 let lease = state.next_lease;
@@ -82,13 +142,13 @@ pub(crate) fn run_command(
                     pid: std::process::id(),
                     expires_at: started
                         .saturating_add(u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX)),
-                    owner: Owner::current(),
+                    owner: owner.clone(),
                 });
                 drop(permit);
-                Ticket::Probe {
+                Admission::Admitted(Ticket::Probe {
                     epoch: state.epoch,
                     lease,
-                }
+                })
             }
             Ok(permit) => {
                 drop(permit);
@@ -97,27 +157,62 @@ pub(crate) fn run_command(
                 // close is this run's to write, and the run belongs to the
                 // new epoch.
                 if !matches!(state.checkpoint, Checkpoint::Closed { .. }) {
-                    settle(&mut state, &rebuilt, started, String::new);
+                    settle(state, &rebuilt, started, String::new);
                 }
-                Ticket::Closed { epoch: state.epoch }
+                Admission::Admitted(Ticket::Closed { epoch: state.epoch })
             }
-        };
-        if state != before {
-            ctx.store
-                .write(&lock, &state, before.decision_differs(&state))?;
+        })
+    });
+    let ticket = match admission {
+        Ok(Admission::Refused {
+            message,
+            rebuilt,
+            counters,
+        }) => {
+            ctx.publish(&rebuilt.breaker, &counters);
+            eprintln!("{message}");
+            return Ok(open_exit);
         }
-        ticket
+        Ok(Admission::Admitted(ticket)) => Some(ticket),
+        Err(StoreError::Fatal(e)) => return Err(e),
+        Err(StoreError::Unreachable(why)) => {
+            ctx.store_down(&why)?;
+            None
+        }
     };
     let clock = &ctx.clock;
     let ran = exec::execute(spec, || {
         let end = clock.now().unwrap_or(started);
         Duration::from_nanos(end.saturating_sub(started))
     });
+    let Some(ticket) = ticket else {
+        return Ok(ran.exit);
+    };
     let finished = ctx.clock.now()?.max(started);
-    let lock = ctx.store.lock()?;
-    let mut state = ctx.store.read(&lock);
-    let before = state.clone();
-    let mut rebuilt = rebuild(&mut state, &ctx.config, finished)?;
+    let recorded = ctx
+        .store
+        .update(|state, holders| record(ctx, state, holders, ticket, &ran, finished));
+    ctx.store.release();
+    match recorded {
+        Ok((rebuilt, counters)) => ctx.publish(&rebuilt.breaker, &counters),
+        Err(StoreError::Fatal(e)) => return Err(e),
+        Err(StoreError::Unreachable(why)) => {
+            ctx.store_lost(&why, "this run's outcome was not recorded");
+        }
+    }
+    Ok(ran.exit)
+}
+
+/// The second step: the outcome into the breaker, unless it moved on.
+fn record(
+    ctx: &Context<'_>,
+    state: &mut StateFile,
+    holders: Holders<'_>,
+    ticket: Ticket,
+    ran: &Ran,
+    finished: u64,
+) -> Result<(Rebuilt, Counters), CliError> {
+    let mut rebuilt = rebuild(state, &ctx.config, finished, holders)?;
     let window_before = rebuilt.breaker.window();
     let current = match ticket {
         Ticket::Closed { epoch } => {
@@ -151,14 +246,10 @@ pub(crate) fn run_command(
         state.counters.stale += 1;
     }
     let probe = matches!(ticket, Ticket::Probe { .. });
-    settle(&mut state, &rebuilt, finished, || {
+    settle(state, &rebuilt, finished, || {
         trip_reason(probe, window_before, ran.verdict)
     });
-    ctx.store
-        .write(&lock, &state, before.decision_differs(&state))?;
-    drop(lock);
-    ctx.exports.publish(&rebuilt.breaker, &state.counters);
-    Ok(ran.exit)
+    Ok((rebuilt, state.counters.clone()))
 }
 
 fn trip_reason(probe: bool, before: tripline::WindowSnapshot, verdict: Verdict) -> String {
@@ -191,10 +282,12 @@ fn secs(d: Duration) -> String {
 /// `--status`: read-only; prints one line and the window.
 pub(crate) fn status(ctx: &Context<'_>) -> Result<u8, CliError> {
     let now = ctx.clock.now()?;
-    let lock = ctx.store.lock()?;
-    let mut state = ctx.store.read(&lock);
-    drop(lock);
-    let rebuilt = rebuild(&mut state, &ctx.config, now)?;
+    let (mut state, live) = ctx
+        .store
+        .read()
+        .map_err(|e| unreachable(ctx.name, "cannot show the breaker", e))?;
+    let holders = live.as_ref().map_or(Holders::Processes, Holders::EtcdKeys);
+    let rebuilt = rebuild(&mut state, &ctx.config, now, holders)?;
     let b = &rebuilt.breaker;
     let w = b.window();
     let line = match b.state() {
@@ -216,7 +309,7 @@ pub(crate) fn status(ctx: &Context<'_>) -> Result<u8, CliError> {
         _ => describe_closed(&ctx.config, &w),
     };
     println!("breaker {:?}: {line}", ctx.name);
-    println!("state file: {}", ctx.store.state_path().display());
+    println!("{}", ctx.store.location());
     let c = &state.counters;
     println!(
         "runs: {} succeeded, {} failed, {} ignored, {} rejected, {} cancelled, {}, {}",
@@ -257,26 +350,28 @@ fn describe_closed(config: &CircuitBreakerConfig, w: &WindowSnapshot) -> String 
 /// `--reset` / `--force-open`.
 pub(crate) fn operator(ctx: &Context<'_>, op: Operator) -> Result<u8, CliError> {
     let now = ctx.clock.now()?;
-    let lock = ctx.store.lock()?;
-    let mut state = ctx.store.read(&lock);
-    let rebuilt = rebuild::rebuild(&mut state, &ctx.config, now)?;
-    match op {
-        Operator::Reset => rebuilt.breaker.reset(),
-        Operator::ForceOpen => rebuilt.breaker.force_open(),
-    }
-    // An operator's move always starts a new epoch: runs in flight report
-    // into the old one.
-    state.checkpoint = match op {
-        Operator::Reset => Checkpoint::Closed { window: None },
-        Operator::ForceOpen => Checkpoint::ForcedOpen { since: now },
-    };
-    state.times = Some(rebuilt.breaker.state_times());
-    state.epoch += 1;
-    state.counters.transitions += 1;
-    state.log.clear();
-    ctx.store.write(&lock, &state, true)?;
-    drop(lock);
-    ctx.exports.publish(&rebuilt.breaker, &state.counters);
+    let (rebuilt, counters) = ctx
+        .store
+        .update(|state, holders| {
+            let rebuilt = rebuild(state, &ctx.config, now, holders)?;
+            match op {
+                Operator::Reset => rebuilt.breaker.reset(),
+                Operator::ForceOpen => rebuilt.breaker.force_open(),
+            }
+            // An operator's move always starts a new epoch: runs in flight
+            // report into the old one.
+            state.checkpoint = match op {
+                Operator::Reset => Checkpoint::Closed { window: None },
+                Operator::ForceOpen => Checkpoint::ForcedOpen { since: now },
+            };
+            state.times = Some(rebuilt.breaker.state_times());
+            state.epoch += 1;
+            state.counters.transitions += 1;
+            state.log.clear();
+            Ok((rebuilt, state.counters.clone()))
+        })
+        .map_err(|e| unreachable(ctx.name, "nothing was changed", e))?;
+    ctx.publish(&rebuilt.breaker, &counters);
     let what = match op {
         Operator::Reset => "reset: closed, empty window",
         Operator::ForceOpen => "forced open until --reset",

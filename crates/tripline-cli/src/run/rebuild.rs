@@ -29,10 +29,22 @@ pub(crate) struct Rebuilt {
     pub(crate) leases: HashMap<u64, OwnedPermit>,
 }
 
+/// Who can say that a probe lease's process is gone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Holders<'a> {
+    /// The state dir: the lease's owner, judged through `/proc` (see
+    /// `owner`).
+    Processes,
+    /// etcd: the leases whose probe key still exists. A key vanishes with
+    /// its etcd lease when its process stops renewing it, on any host.
+    EtcdKeys(&'a std::collections::HashSet<u64>),
+}
+
 pub(crate) fn rebuild(
     state: &mut StateFile,
     config: &CircuitBreakerConfig,
     now: u64,
+    holders: Holders<'_>,
 ) -> Result<Rebuilt, CliError> {
     let start = match &state.checkpoint {
         Checkpoint::Open { opened_at, .. } => (*opened_at).min(now),
@@ -78,7 +90,7 @@ pub(crate) fn rebuild(
     for event in &state.log {
         rebuilt.replay(event);
     }
-    rebuilt.reclaim(state, now);
+    rebuilt.reclaim(state, now, holders);
     rebuilt.clock.set(Timestamp::from_nanos(now));
     Ok(rebuilt)
 }
@@ -113,7 +125,7 @@ impl Rebuilt {
     /// proves nothing good. A lease whose process is known dead (see
     /// `owner`) is abandoned: the probe was killed, which says nothing of
     /// the dependency, so its slot is freed at once for the next run.
-    fn reclaim(&mut self, state: &mut StateFile, now: u64) {
+    fn reclaim(&mut self, state: &mut StateFile, now: u64, holders: Holders<'_>) {
         let own = std::process::id();
         // Read once, and only when a live lease of another process needs it.
         let mut here: Option<Option<Here>> = None;
@@ -134,6 +146,10 @@ impl Rebuilt {
             }
             if now >= expires_at {
                 ended.push((lease, Verdict::Reclaimed));
+            } else if let Holders::EtcdKeys(live) = holders {
+                if !live.contains(&lease) {
+                    ended.push((lease, Verdict::Abandoned));
+                }
             } else if let Some(owner) = owner
                 && pid != own
                 && owner.liveness(pid, here.get_or_insert_with(Here::read).as_ref())

@@ -148,6 +148,33 @@ impl Store {
         Ok(())
     }
 
+    /// With a shared store: this host's count of runs that could not
+    /// reach it, kept beside the state (`<name>.store-errors`) so the
+    /// textfile counter grows across runs. Under the lock; not fsynced (a
+    /// metric, not a decision).
+    pub(crate) fn bump_store_errors(&self) -> u64 {
+        let Ok(lock) = self.lock() else {
+            return 0;
+        };
+        let next = self.store_errors() + 1;
+        let path = self.state.with_extension("store-errors");
+        let temp = self.temp.with_extension("store-errors");
+        let written = fs::write(&temp, next.to_string()).and_then(|()| fs::rename(&temp, &path));
+        if let Err(e) = written {
+            eprintln!("tripline: warning: {}: {e}", path.display());
+        }
+        drop(lock);
+        next
+    }
+
+    /// This host's count of runs that could not reach the shared store.
+    pub(crate) fn store_errors(&self) -> u64 {
+        fs::read_to_string(self.state.with_extension("store-errors"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     pub(crate) fn state_path(&self) -> &Path {
         &self.state
     }

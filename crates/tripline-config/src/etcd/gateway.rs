@@ -17,6 +17,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
+mod txn;
+
+pub use txn::{TxnOp, TxnOutcome};
+
 /// Why a call to etcd failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EtcdError {
