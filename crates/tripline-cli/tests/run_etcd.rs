@@ -379,3 +379,28 @@ fn flag_beats_environment_beats_file_and_refuse_exits_69() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(fleet.lines("ran"), 1);
 }
+
+#[test]
+fn the_books_store_sample_is_a_config_run_takes() {
+    // The `run` chapter's TOML sample with a `[store]` table, as printed:
+    // read whole (exit 69: its etcd host is not there), never refused as
+    // bad input (exit 2).
+    let book = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/run.md"
+    ))
+    .unwrap();
+    let start = book.find("```toml\n").unwrap() + "```toml\n".len();
+    let sample = &book[start..start + book[start..].find("```").unwrap()];
+    assert!(sample.contains("[store]"), "{sample}");
+    let local = "etcd://127.0.0.1:1/ci";
+    let sample = sample.replace("etcd://etcd.internal:2379/ci", local);
+    let fleet = Fleet::new(String::new());
+    std::fs::write(fleet.path("p.toml"), sample).unwrap();
+    let mut cmd = fleet.cmd("a", 0, &[], "echo x >> ran");
+    cmd.env_remove("TRIPLINE_STORE");
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(local), "{}", text(&out.stderr));
+    assert_eq!(fleet.lines("ran"), 1);
+}
