@@ -28,6 +28,7 @@
 //! histogram bucket's middle, and each call records at its start (no
 //! overlap of in-flight calls).
 
+pub mod bound;
 pub mod chart;
 pub mod daytime;
 pub mod grid;

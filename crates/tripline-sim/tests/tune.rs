@@ -191,3 +191,115 @@ fn traffic_that_differs_by_hour_gets_one_config_per_period() {
         .is_empty()
     );
 }
+
+#[test]
+fn stopping_hopeless_replays_early_picks_what_full_replays_pick() {
+    use tripline_sim::tune::replay;
+    // Noisy traffic (5 % background failures, so loose configs trip
+    // falsely), two outages, one of them partial.
+    for spec in [
+        Spec {
+            seconds: 1800,
+            failure_rate: 0.05,
+            outages: vec![(300, 360, false), (1200, 1320, false)],
+            ..Spec::default()
+        },
+        Spec {
+            seconds: 1200,
+            outages: vec![(200, 260, true), (900, 960, false)],
+            outage_failure_rate: 0.6,
+            ..Spec::default()
+        },
+    ] {
+        let t = run(&log(&spec));
+        let stopped = t.results.iter().filter(|r| r.stopped_at.is_some()).count();
+        assert!(
+            stopped * 2 > t.results.len(),
+            "most of this grid is hopeless early: {stopped} of {} stopped",
+            t.results.len()
+        );
+        let traffic = read(&log(&spec)[..], &ReadOptions::default()).unwrap();
+        let rate = t.candidates.facts.healthy_rate;
+        let full: Vec<_> = t
+            .candidates
+            .configs
+            .iter()
+            .map(|c| replay::run(&traffic, &t.outages, c, rate).unwrap())
+            .collect();
+        for (i, r) in t.results.iter().enumerate() {
+            match r.stopped_at {
+                None => assert_eq!(r, &full[i], "a finished replay is the full one"),
+                Some(_) => {
+                    for objective in Objective::ALL {
+                        let (_, best) = t.pick(objective);
+                        assert!(
+                            objective.cost(&full[i]) > objective.cost(best),
+                            "{i} {:?}\npartial {r:?}\nfull {:?}\nbest {best:?}",
+                            t.candidates.configs[i],
+                            full[i]
+                        );
+                    }
+                }
+            }
+        }
+        for objective in Objective::ALL {
+            let mut best = 0;
+            for (i, r) in full.iter().enumerate() {
+                if objective.cost(r) < objective.cost(&full[best]) - 1e-9 {
+                    best = i;
+                }
+            }
+            assert_eq!(
+                t.pick(objective).1,
+                &full[best],
+                "{} picks the full replays' best",
+                objective.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_class_member_continued_from_its_leaders_checkpoint_equals_its_replay_from_the_start() {
+    use tripline_sim::tune::bound::Bound;
+    use tripline_sim::tune::replay::{closed_behaviour, run_class};
+    for spec in [
+        Spec {
+            seconds: 1800,
+            failure_rate: 0.05,
+            outages: vec![(300, 360, false), (1200, 1320, false)],
+            ..Spec::default()
+        },
+        Spec {
+            seconds: 1200,
+            outages: vec![(200, 260, true), (900, 960, false)],
+            outage_failure_rate: 0.6,
+            ..Spec::default()
+        },
+    ] {
+        let bytes = log(&spec);
+        let t = run(&bytes);
+        let traffic = read(&bytes[..], &ReadOptions::default()).unwrap();
+        let rate = t.candidates.facts.healthy_rate;
+        let configs = &t.candidates.configs;
+        let mut continued = 0;
+        for leader in configs {
+            let key = closed_behaviour(leader);
+            let class: Vec<_> = configs
+                .iter()
+                .filter(|c| closed_behaviour(c) == key)
+                .collect();
+            if class.len() < 2 || !std::ptr::eq(class[0], leader) {
+                continue;
+            }
+            let outcomes = run_class(&traffic, &t.outages, &class, rate, &Bound::none()).unwrap();
+            for (config, outcome) in class.iter().zip(&outcomes) {
+                let alone =
+                    tripline_sim::tune::replay::run(&traffic, &t.outages, config, rate).unwrap();
+                assert_eq!(outcome, &alone, "{config:?}");
+            }
+            continued += usize::from(!outcomes[0].trips.is_empty()) * (class.len() - 1);
+        }
+        assert!(continued > 0, "some members went on from a checkpoint");
+    }
+}

@@ -8,8 +8,9 @@
 mod render;
 
 use rayon::prelude::*;
-use tripline::CircuitBreakerConfig;
+use tripline::{CircuitBreakerConfig, ConfigError};
 
+use super::bound::Bound;
 use super::grid::{self, Candidates};
 use super::outage::{self, Baseline, Outage};
 use super::read::Traffic;
@@ -177,25 +178,64 @@ pub fn rank(
     tick: &(dyn Fn() + Sync),
 ) -> Result<Tuning, String> {
     let candidates = grid::derive(traffic, &baseline, &outages);
+    rank_candidates(traffic, baseline, outages, candidates, current, tick)
+}
+
+/// Ranks the given candidates (what [`rank`] does after deriving the
+/// grid; a caller with a grid of its own, such as a benchmark of a larger
+/// one, passes it here). Replays run in parallel, and one that can no
+/// longer be any objective's pick stops early (see [`super::bound`]).
+pub fn rank_candidates(
+    traffic: &Traffic,
+    baseline: Baseline,
+    outages: Vec<Outage>,
+    candidates: Candidates,
+    current: Option<CircuitBreakerConfig>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Tuning, String> {
     let rate = candidates.facts.healthy_rate;
-    let results: Vec<Outcome> = candidates
-        .configs
+    let weights: Vec<f64> = Objective::ALL
+        .iter()
+        .map(|o| o.false_trip_seconds())
+        .collect();
+    let bound = Bound::new(&weights);
+    // Classes of configs that decide alike until a trip, in grid order of
+    // their leaders; each replays its shared stretch once.
+    let mut classes: Vec<(CircuitBreakerConfig, Vec<usize>)> = Vec::new();
+    for (i, c) in candidates.configs.iter().enumerate() {
+        let key = replay::closed_behaviour(c);
+        match classes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(i),
+            None => classes.push((key, vec![i])),
+        }
+    }
+    let replayed: Vec<Vec<(usize, Outcome)>> = classes
         .par_iter()
-        .map(|c| {
-            let r = replay::run(traffic, &outages, c, rate);
-            tick();
-            r
+        .map(|(_, members)| {
+            let configs: Vec<&CircuitBreakerConfig> =
+                members.iter().map(|&i| &candidates.configs[i]).collect();
+            let outcomes = replay::run_class(traffic, &outages, &configs, rate, &bound)?;
+            configs.iter().for_each(|_| tick());
+            Ok(members.iter().copied().zip(outcomes).collect())
         })
-        .collect::<Result<_, _>>()
+        .collect::<Result<_, ConfigError>>()
         .map_err(|e| format!("a candidate config was refused: {e}"))?;
+    let mut results: Vec<Option<Outcome>> = vec![None; candidates.configs.len()];
+    for (i, outcome) in replayed.into_iter().flatten() {
+        results[i] = Some(outcome);
+    }
+    let results: Vec<Outcome> = results.into_iter().flatten().collect();
     if results.is_empty() {
         return Err("no candidate config could be derived from this traffic".to_owned());
     }
     let picks = Objective::ALL
         .iter()
         .map(|&objective| {
-            let mut best = 0;
-            for (i, r) in results.iter().enumerate() {
+            // A replay stopped early cost more than a finished one under
+            // every objective; at least one always finishes.
+            let finished = |r: &&Outcome| r.stopped_at.is_none();
+            let mut best = results.iter().position(|r| finished(&r)).unwrap_or(0);
+            for (i, r) in results.iter().enumerate().filter(|(_, r)| finished(r)) {
                 if objective.cost(r) < objective.cost(&results[best]) - 1e-9 {
                     best = i;
                 }

@@ -21,8 +21,13 @@ use tripline::{
     CircuitBreaker, CircuitBreakerConfig, ConfigError, ManualClock, State, Timestamp, WindowConfig,
 };
 
+mod class;
+
+pub use class::{closed_behaviour, run_class};
+
+use super::bound::Bound;
 use super::outage::Outage;
-use super::read::{BUCKETS, Traffic, bucket_mid_ms};
+use super::read::{BUCKETS, Second, Traffic, bucket_mid_ms};
 use crate::score::{FALSE_TRIP_SECONDS, Score};
 
 /// What one config did on the recorded traffic.
@@ -42,6 +47,10 @@ pub struct Outcome {
     pub before_trip: u64,
     /// The simulator's score of the run.
     pub score: Score,
+    /// Stopped early at this second: its cost so far already exceeded
+    /// the best finished replay's under every objective (see
+    /// [`super::bound`]), so the figures above are partial.
+    pub stopped_at: Option<u64>,
 }
 
 /// How long after an outage a trip still comes from its calls: the
@@ -60,50 +69,138 @@ pub fn run(
     config: &CircuitBreakerConfig,
     healthy_rate: f64,
 ) -> Result<Outcome, ConfigError> {
-    let clock = ManualClock::new();
-    let breaker = CircuitBreaker::builder()
-        .config(config.clone())
-        .clock(clock.clone())
-        .build_with_warnings()?
-        .0;
-    let tail = tail(config, healthy_rate);
-    let mut out = Outcome {
-        trips: Vec::new(),
-        detection: vec![None; outages.len()],
-        false_trips: 0,
-        rejected_healthy: 0,
-        let_through: 0,
-        before_trip: 0,
-        score: Score {
-            value: 0.0,
-            detection: 0.0,
-            missed: 0,
-            false_trips: 0,
-            collateral: 0.0,
-            load: 0.0,
-            lockstep: 0.0,
-        },
-    };
-    let mids: [Duration; BUCKETS] =
-        std::array::from_fn(|i| Duration::from_secs_f64(bucket_mid_ms(i) / 1000.0));
-    let mut closed = true;
-    let mut cursor = 0usize; // first outage not yet over
-    for (s, sec) in traffic.seconds.iter().enumerate() {
-        let s = s as u64;
+    run_within(traffic, outages, config, healthy_rate, &Bound::none())
+}
+
+/// [`run`], stopped early once `bound` says the replay cannot be picked
+/// (checked once per recorded second); a replay that ends is offered to
+/// `bound`.
+pub fn run_within(
+    traffic: &Traffic,
+    outages: &[Outage],
+    config: &CircuitBreakerConfig,
+    healthy_rate: f64,
+    bound: &Bound,
+) -> Result<Outcome, ConfigError> {
+    let mut replay = Replay::new(config, outages, healthy_rate, None)?;
+    replay.seconds(traffic, 0, bound, |_, _| {});
+    Ok(replay.finish(bound))
+}
+
+/// One config's replay under way: its breaker and clock, and the figures
+/// so far. [`class`] starts one from another's state.
+struct Replay<'a> {
+    clock: ManualClock,
+    breaker: CircuitBreaker,
+    outages: &'a [Outage],
+    tail: u64,
+    rate: f64,
+    mids: [Duration; BUCKETS],
+    out: Outcome,
+    /// The breaker was closed after the last call.
+    closed: bool,
+    /// The first outage not yet over (with its tail).
+    cursor: usize,
+}
+
+impl<'a> Replay<'a> {
+    /// A replay of `config`, from the start or (with `from`) from another
+    /// replay's state: its breaker restored into this config, its figures
+    /// carried on.
+    fn new(
+        config: &CircuitBreakerConfig,
+        outages: &'a [Outage],
+        healthy_rate: f64,
+        from: Option<&class::Checkpoint>,
+    ) -> Result<Self, ConfigError> {
+        let clock = from.map_or_else(ManualClock::new, |c| ManualClock::starting_at(c.at));
+        let mut builder = CircuitBreaker::builder()
+            .config(config.clone())
+            .clock(clock.clone());
+        if let Some(c) = from {
+            builder = builder
+                .restore(c.snapshot.clone())
+                .restore_window(c.window.clone())
+                .restore_times(c.times);
+        }
+        let breaker = builder.build_with_warnings()?.0;
+        let out = from.map_or_else(
+            || Outcome {
+                trips: Vec::new(),
+                detection: vec![None; outages.len()],
+                false_trips: 0,
+                rejected_healthy: 0,
+                let_through: 0,
+                before_trip: 0,
+                score: Score {
+                    value: 0.0,
+                    detection: 0.0,
+                    missed: 0,
+                    false_trips: 0,
+                    collateral: 0.0,
+                    load: 0.0,
+                    lockstep: 0.0,
+                },
+                stopped_at: None,
+            },
+            |c| c.out.clone(),
+        );
+        Ok(Replay {
+            clock,
+            breaker,
+            outages,
+            tail: tail(config, healthy_rate),
+            rate: healthy_rate.max(1e-9),
+            mids: std::array::from_fn(|i| Duration::from_secs_f64(bucket_mid_ms(i) / 1000.0)),
+            out,
+            closed: from.is_none_or(|c| c.closed),
+            cursor: from.map_or(0, |c| c.cursor),
+        })
+    }
+
+    /// Replays the recorded seconds from `first` on, calling `before` at
+    /// the start of each second that has calls (with the second), until
+    /// the end or until `bound` stops it.
+    fn seconds(
+        &mut self,
+        traffic: &Traffic,
+        first: u64,
+        bound: &Bound,
+        mut before: impl FnMut(&Self, u64),
+    ) {
+        let skip = usize::try_from(first).unwrap_or(usize::MAX);
+        for (s, sec) in traffic.seconds.iter().enumerate().skip(skip) {
+            let s = s as u64;
+            if sec.calls() == 0 {
+                continue;
+            }
+            let (so_far, _) = detection(self.outages, &self.out.detection, Some(s));
+            let cost =
+                so_far + (self.out.rejected_healthy + self.out.let_through) as f64 / self.rate;
+            if bound.beaten(cost, self.out.false_trips) {
+                self.out.stopped_at = Some(s);
+                return;
+            }
+            before(self, s);
+            self.second(s, sec);
+        }
+    }
+
+    /// Replays one recorded second's calls.
+    fn second(&mut self, s: u64, sec: &Second) {
         let n = sec.calls();
-        if n == 0 {
-            continue;
+        let outages = self.outages;
+        while self.cursor < outages.len() && outages[self.cursor].to + self.tail <= s {
+            self.cursor += 1;
         }
-        while cursor < outages.len() && outages[cursor].to + tail <= s {
-            cursor += 1;
-        }
+        let cursor = self.cursor;
         let inside = outages[cursor..]
             .iter()
             .position(|o| o.contains(s))
             .map(|i| i + cursor);
         let after = outages[cursor..]
             .iter()
-            .position(|o| s >= o.to && s < o.to + tail)
+            .position(|o| s >= o.to && s < o.to + self.tail)
             .map(|i| i + cursor);
         let f = sec.failures();
         let (mut ok_b, mut fail_b) = (0usize, 0usize);
@@ -119,6 +216,7 @@ pub fn run(
         let (q_step, r_step) = (2_000_000_000 / d, 2_000_000_000 % d);
         let (mut q, mut r) = (1_000_000_000 / d, 1_000_000_000 % d);
         let base = s * 1_000_000_000;
+        let out = &mut self.out;
         for _ in 0..n {
             acc += f;
             let failed = acc >= n;
@@ -145,8 +243,8 @@ pub fn run(
             if r >= d {
                 (q, r) = (q + 1, r - d);
             }
-            clock.set(Timestamp::from_nanos(t));
-            match breaker.try_acquire() {
+            self.clock.set(Timestamp::from_nanos(t));
+            match self.breaker.try_acquire() {
                 Err(_) => {
                     if inside.is_none() {
                         out.rejected_healthy += 1;
@@ -165,11 +263,11 @@ pub fn run(
                     } else {
                         tripline::Outcome::Success
                     };
-                    permit.record(outcome, mids[bucket]);
+                    permit.record(outcome, self.mids[bucket]);
                 }
             }
-            let state = breaker.state();
-            if closed && state == State::Open {
+            let state = self.breaker.state();
+            if self.closed && state == State::Open {
                 let at = t as f64 / 1e9;
                 out.trips.push(at);
                 match (inside, after) {
@@ -182,31 +280,54 @@ pub fn run(
                     (None, None) => out.false_trips += 1,
                 }
             }
-            closed = state == State::Closed;
+            self.closed = state == State::Closed;
         }
     }
-    let rate = healthy_rate.max(1e-9);
-    let mut detection = 0.0;
+
+    /// The clock: the last call's start.
+    fn clock_now(&self) -> Timestamp {
+        tripline::Clock::now(&self.clock)
+    }
+
+    /// The figures, scored; a replay that ran to the end is offered to
+    /// `bound`.
+    fn finish(mut self, bound: &Bound) -> Outcome {
+        let out = &mut self.out;
+        let (detection, missed) = detection(self.outages, &out.detection, out.stopped_at);
+        let collateral = out.rejected_healthy as f64 / self.rate;
+        let load = out.let_through as f64 / self.rate;
+        out.score = Score {
+            value: detection + FALSE_TRIP_SECONDS * out.false_trips as f64 + collateral + load,
+            detection,
+            missed,
+            false_trips: out.false_trips,
+            collateral,
+            load,
+            lockstep: 0.0,
+        };
+        if out.stopped_at.is_none() {
+            bound.offer(detection + collateral + load, out.false_trips);
+        }
+        self.out
+    }
+}
+
+/// The outages' detection delays summed, and how many were missed. With
+/// `at` (a second of the replay), the least they can still come to: an
+/// outage not detected yet costs the time since it began, up to its
+/// length (what a miss costs), and one not begun costs nothing.
+fn detection(outages: &[Outage], detected: &[Option<f64>], at: Option<u64>) -> (f64, u64) {
+    let mut sum = 0.0;
     let mut missed = 0;
-    for (o, d) in outages.iter().zip(&out.detection) {
-        match d {
-            Some(d) => detection += d,
-            None => {
+    for (o, d) in outages.iter().zip(detected) {
+        match (d, at) {
+            (Some(d), _) => sum += d,
+            (None, Some(at)) => sum += at.clamp(o.from, o.to).saturating_sub(o.from) as f64,
+            (None, None) => {
                 missed += 1;
-                detection += (o.to - o.from) as f64;
+                sum += (o.to - o.from) as f64;
             }
         }
     }
-    let collateral = out.rejected_healthy as f64 / rate;
-    let load = out.let_through as f64 / rate;
-    out.score = Score {
-        value: detection + FALSE_TRIP_SECONDS * out.false_trips as f64 + collateral + load,
-        detection,
-        missed,
-        false_trips: out.false_trips,
-        collateral,
-        load,
-        lockstep: 0.0,
-    };
-    Ok(out)
+    (sum, missed)
 }

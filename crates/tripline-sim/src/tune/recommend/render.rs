@@ -215,11 +215,20 @@ pub fn text(t: &Tuning, objective: Objective) -> String {
             t.baseline.slow_rate * 100.0
         );
     }
-    let _ = writeln!(
-        s,
-        "candidates: {} configs replayed through the breaker\n",
-        t.results.len()
-    );
+    let stopped = t.results.iter().filter(|r| r.stopped_at.is_some()).count();
+    let _ = if stopped == 0 {
+        writeln!(
+            s,
+            "candidates: {} configs replayed through the breaker\n",
+            t.results.len()
+        )
+    } else {
+        writeln!(
+            s,
+            "candidates: {} configs replayed through the breaker ({stopped} stopped early: already worse than the best under every objective)\n",
+            t.results.len()
+        )
+    };
     let _ = writeln!(
         s,
         "{:<13} {:<11} {:>5} {:>6} {:>7} {:>5} {:<10} {:<16} {:>11} {:>16} {:>12} {:>8}",
