@@ -20,6 +20,7 @@
 //!   revision R (etcd keeps history until compaction), so the whole fleet
 //!   rolls back, audited as a new change.
 
+mod bare_table;
 pub(crate) mod check_doc;
 mod dry_run;
 mod fleet;
@@ -186,6 +187,10 @@ async fn push(
 ) -> Result<(), CliError> {
     let path = file.display();
     let bytes = std::fs::read(file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let (bytes, wrapped) = bare_table::as_document(&bytes);
+    if wrapped {
+        println!("{path}: one breaker table, pushed as a document with that [[breaker]]");
+    }
     let (doc, warnings) = Document::parse_and_validate(&bytes)
         .map_err(|e| CliError::input(format!("{path}: {e}")))?;
     for w in &warnings {

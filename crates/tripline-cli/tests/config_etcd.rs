@@ -223,3 +223,49 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
         before
     );
 }
+
+#[test]
+fn a_single_breaker_table_as_tune_writes_it_is_pushed_as_a_document() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let endpoint = etcd.endpoint();
+    let gateway = etcd.gateway();
+    let dir = Dir::new();
+    let table = dir.write(
+        "breaker.toml",
+        "name = \"api\"\nwindow = { kind = \"time\", length = \"10s\", buckets = 10 }\nminimum_calls = 10\nfailure_rate_threshold = 0.2\n",
+    );
+    let out = tripline([
+        "config",
+        "--etcd",
+        &endpoint,
+        "--prefix",
+        PREFIX,
+        "push",
+        table.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status, 0, "{}\n{}", out.text(), out.stderr);
+    assert!(out.text().contains("one breaker table"), "{}", out.text());
+    let pushed = runtime
+        .block_on(document_at(&gateway, PREFIX, 0))
+        .unwrap()
+        .expect("a document in etcd");
+    let pushed = String::from_utf8(pushed).unwrap();
+    assert!(
+        pushed.starts_with("[[breaker]]") && pushed.contains("name = \"api\""),
+        "{pushed}"
+    );
+    // A bare table with an error is refused naming the field.
+    let bad = dir.write("bad.toml", "name = \"api\"\nminimum_calls = 0\n");
+    let out = tripline([
+        "config",
+        "--etcd",
+        &endpoint,
+        "--prefix",
+        PREFIX,
+        "push",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`minimum_calls`"), "{}", out.stderr);
+}

@@ -14,6 +14,10 @@ use crate::CliError;
 pub(crate) fn check_document(file: &Path, at: Option<SystemTime>) -> Result<(), CliError> {
     let path = file.display();
     let bytes = std::fs::read(file).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let (bytes, wrapped) = super::bare_table::as_document(&bytes);
+    if wrapped {
+        println!("{path}: one breaker table, read as a document with that [[breaker]]");
+    }
     let (doc, warnings) = Document::parse_and_validate(&bytes)
         .map_err(|e| CliError::input(format!("{path}: {e}")))?;
     for w in &warnings {
