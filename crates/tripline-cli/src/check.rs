@@ -95,10 +95,14 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CliError> {
 
 /// A fleet config document (`tripline config push`'s) rather than one
 /// breaker's config: it has profiles or overrides.
+/// A fleet config document: one with profiles or overrides, or whose
+/// top level holds only a document's keys (`[[breaker]]` tables with an
+/// `author` or `rollout`, say) — a scenario always has its `[traffic]`.
 fn looks_like_fleet_document(text: &str) -> bool {
     text.lines()
         .map(str::trim)
         .any(|l| l.starts_with("[[profile]]") || l.starts_with("[[override]]"))
+        || crate::kind::looks_like_document(text)
 }
 
 fn check_proxy(file: &Path, text: &str, explain: bool) -> Result<(), CliError> {

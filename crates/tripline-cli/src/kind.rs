@@ -30,6 +30,19 @@ pub(crate) fn looks_like_scenario(text: &str) -> bool {
         .any(|k| SCENARIO_KEYS.contains(&k.as_str()))
 }
 
+/// The top-level keys of a fleet config document.
+pub(crate) const DOCUMENT_KEYS: [&str; 6] = [
+    "breaker", "override", "profile", "rollout", "author", "comment",
+];
+
+/// Whether `text` (TOML) reads as a fleet config document: `[[breaker]]`
+/// tables and nothing at its top level but a document's keys. A scenario
+/// has `[[breaker]]` tables too, but never without its `[traffic]`.
+pub(crate) fn looks_like_document(text: &str) -> bool {
+    let keys = top_level_keys(text);
+    keys.iter().any(|k| k == "breaker") && keys.iter().all(|k| DOCUMENT_KEYS.contains(&k.as_str()))
+}
+
 /// Whether `text` (TOML) reads as a breaker config rather than a scenario.
 pub(crate) fn looks_like_breaker_config(text: &str) -> bool {
     let keys = top_level_keys(text);
@@ -48,5 +61,8 @@ mod tests {
         assert!(looks_like_scenario(scenario) && !looks_like_breaker_config(scenario));
         assert!(looks_like_breaker_config(breaker) && !looks_like_scenario(breaker));
         assert!(!looks_like_scenario("not toml [") && !looks_like_breaker_config("not toml ["));
+        let document = "author = \"ops\"\n[[breaker]]\nname = \"b\"\nminimum_calls = 5\n";
+        assert!(looks_like_document(document) && !looks_like_document(scenario));
+        assert!(!looks_like_document(breaker));
     }
 }

@@ -129,6 +129,19 @@ fn a_file_of_the_other_kind_is_named_with_the_command_that_reads_it() {
         "{}",
         out.stderr
     );
+    // A config document of `[[breaker]]` tables alone is a document, not a
+    // scenario (a scenario has its `[traffic]`).
+    let document = dir.write(
+        "fleet.toml",
+        "author = \"ops\"\n\n[[breaker]]\nname = \"payments\"\nminimum_calls = 10\n",
+    );
+    let out = tripline(["check", document.to_str().expect("path")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains("valid config document"),
+        "{}",
+        out.text()
+    );
 }
 
 #[test]

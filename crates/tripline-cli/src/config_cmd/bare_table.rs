@@ -8,10 +8,7 @@
 
 use std::borrow::Cow;
 
-/// The top-level keys of a config document.
-const DOCUMENT_KEYS: [&str; 6] = [
-    "breaker", "override", "profile", "rollout", "author", "comment",
-];
+use crate::kind::DOCUMENT_KEYS;
 
 /// `bytes` as a document's bytes: unchanged, or a single breaker table
 /// wrapped as the document's one `[[breaker]]` (and whether it was).
