@@ -141,6 +141,9 @@ pub(crate) struct AdminState {
     /// Whether there is an admin listener at all: without one nothing
     /// subscribes to the breakers, so their events cost nothing extra.
     enabled: bool,
+    /// The listener is bound to a loopback address: every request must
+    /// name a loopback host, token or not (see [`browser`]).
+    on_loopback: bool,
 }
 
 impl AdminState {
@@ -151,6 +154,11 @@ impl AdminState {
             hub: Hub::new(),
             audit: Audit::default(),
             enabled: config.admin.is_some(),
+            on_loopback: config.admin.as_ref().is_some_and(|a| {
+                a.address
+                    .parse::<std::net::SocketAddr>()
+                    .is_ok_and(|addr| addr.ip().is_loopback())
+            }),
         })
     }
 
@@ -201,9 +209,12 @@ where
     if let Some(denied) = admin.token.check(req.method(), req.headers()) {
         return denied;
     }
-    if !admin.token.is_set()
-        && let Some(refused) = browser::refuse_foreign(req.method(), req.uri(), req.headers())
-    {
+    let refused = match (admin.token.is_set(), admin.on_loopback) {
+        (false, _) => browser::refuse_foreign(req.method(), req.uri(), req.headers()),
+        (true, true) => browser::refuse_rebinding(req.method(), req.uri(), req.headers()),
+        (true, false) => None,
+    };
+    if let Some(refused) = refused {
         return refused;
     }
     let who = if admin.token.is_set() {

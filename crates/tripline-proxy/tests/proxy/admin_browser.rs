@@ -2,7 +2,8 @@
 //! own dashboard, not other web pages: a foreign `Host` (DNS rebinding),
 //! a foreign `Origin` (cross-site requests) and an undeclared or simple
 //! content type on a mutating call are refused, naming the rule. With a
-//! token, the `Bearer` scheme is matched without regard to case.
+//! token, a loopback listener still refuses a foreign `Host`, and the
+//! `Bearer` scheme is matched without regard to case.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -73,6 +74,21 @@ async fn a_foreign_host_is_refused_for_reads_and_calls() {
         let answer = send(admin, "GET", "/api/breakers", &[("host", &host)]).await;
         assert_eq!(answer.status, 200, "Host {host}: {}", answer.body);
     }
+    assert!(running.shutdown().await.complete);
+}
+
+#[tokio::test]
+async fn with_a_token_a_loopback_listener_still_refuses_a_foreign_host() {
+    // The token guards the calls; the reads answer without it, so a page
+    // rebinding its name to 127.0.0.1 must not read them either.
+    let (_proxy, running, _addr, admin, _upstream) =
+        failing_proxy(&format!("token = \"{TOKEN}\"")).await;
+    let answer = send(admin, "GET", "/api/breakers", &[("host", "evil.example")]).await;
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    assert_eq!(json(&answer)["rule"], "loopback_host");
+    let own = format!("127.0.0.1:{}", admin.port());
+    let answer = send(admin, "GET", "/api/breakers", &[("host", &own)]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
     assert!(running.shutdown().await.complete);
 }
 

@@ -31,8 +31,10 @@
 //!
 //! The refusals are 403 (415 for the content type) with a JSON error that
 //! names the rule, and a `tracing` warning. With a token the token is the
-//! protection (a page cannot make a browser send it), so none of this
-//! applies.
+//! protection of the mutating calls (a page cannot make a browser send
+//! it), so only the first rule still applies, and only to a listener bound
+//! to loopback: the reads answer without the token, and a rebinding page
+//! must not read them.
 
 use http::{HeaderMap, Method, StatusCode, Uri, header};
 
@@ -43,6 +45,31 @@ use super::respond::{AdminBody, error};
 const JSON: &[&str] = &["application/json"];
 const CONFIG: &[&str] = &["application/toml", "application/yaml", "application/x-yaml"];
 
+/// The `loopback_host` rule alone: `None` when the request names a
+/// loopback host (or none), else the refusal. A listener bound to
+/// loopback applies it with a token too: the token guards the mutating
+/// calls, but the reads answer without it, and a rebinding page could
+/// otherwise read them.
+pub(crate) fn refuse_rebinding(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+) -> Option<http::Response<AdminBody>> {
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let named = host.or_else(|| uri.authority().map(|a| a.as_str()))?;
+    (!is_loopback_host(named)).then(|| {
+        refusal(
+            StatusCode::FORBIDDEN,
+            "loopback_host",
+            method,
+            uri,
+            format!(
+                "Host {named:?} is not a loopback name: an admin listener on loopback answers only requests for localhost, 127.0.0.0/8 or [::1] (a web page's DNS rebinding names its own host)"
+            ),
+        )
+    })
+}
+
 /// `None` when a token-less admin listener may answer the request, else
 /// the refusal.
 pub(crate) fn refuse_foreign(
@@ -50,21 +77,10 @@ pub(crate) fn refuse_foreign(
     uri: &Uri,
     headers: &HeaderMap,
 ) -> Option<http::Response<AdminBody>> {
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    let named = host.or_else(|| uri.authority().map(|a| a.as_str()));
-    if let Some(named) = named
-        && !is_loopback_host(named)
-    {
-        return Some(refusal(
-            StatusCode::FORBIDDEN,
-            "loopback_host",
-            method,
-            uri,
-            format!(
-                "Host {named:?} is not a loopback name: without an admin token the admin API answers only requests for localhost, 127.0.0.0/8 or [::1] (a web page's DNS rebinding names its own host)"
-            ),
-        ));
+    if let Some(refused) = refuse_rebinding(method, uri, headers) {
+        return Some(refused);
     }
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     if let Some(origin) = headers.get(header::ORIGIN) {
         let own = host.is_some_and(|h| is_own_origin(origin.as_bytes(), h));
         if !own {
