@@ -5,10 +5,14 @@
 //! A `when` is weekly (`days`, `from`, `to` as `HH:MM`, `tz`) or one
 //! stretch of time (`from`, `until` as RFC 3339 instants). A weekly window
 //! whose `to` is not after its `from` runs past midnight into the next
-//! day. `tz` is `UTC` or a fixed offset (`+08:00`, `-05:30`): a zone with
-//! daylight saving would need its rules, which this crate does not carry.
+//! day. `tz` is `UTC`, a fixed offset (`+08:00`, `-05:30`), or an IANA
+//! zone name (`Europe/Berlin`, `Asia/Shanghai`) whose daylight-saving
+//! rules come from the tz database bundled into the binary; what a window
+//! does on the days the clocks change is in [`zoned`].
 //! At most one profile holds at any instant: a document whose profiles
 //! overlap is refused, naming both.
+
+mod zoned;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -49,7 +53,8 @@ pub struct When {
     /// Once: an RFC 3339 instant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
-    /// Weekly: `UTC` (default) or a fixed offset like `+08:00`.
+    /// Weekly: `UTC` (default), a fixed offset like `+08:00`, or a zone
+    /// name like `Europe/Berlin` (daylight saving followed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
 }
@@ -61,7 +66,13 @@ pub(crate) enum Window {
     Weekly(Vec<(u64, u64)>),
     /// Seconds since the Unix epoch: `[start, end)`.
     Once(u64, u64),
+    /// Weekly in a named zone: its instants move with the zone's offset.
+    Zoned(Box<zoned::ZonedWeekly>),
 }
+
+/// Monday 2025-12-29 00:00 UTC: a zoned window is checked for overlaps
+/// over the 53 weeks from here, every daylight-saving change of a year.
+const ZONED_SCAN_FROM: u64 = 1_766_966_400;
 
 /// Monday 1970-01-05 00:00 UTC, in Unix seconds: the weeks' origin.
 const FIRST_MONDAY: u64 = 4 * DAY;
@@ -90,7 +101,18 @@ impl When {
                 "belongs to a one-off window; a weekly one takes to".into(),
             ));
         }
-        let offset = offset(self.tz.as_deref().unwrap_or("UTC"))?;
+        let tz = self.tz.as_deref().unwrap_or("UTC");
+        let named = if tz.eq_ignore_ascii_case("utc") || tz.starts_with(['+', '-']) || tz == "Z" {
+            None
+        } else {
+            Some(zoned::zone(tz).ok_or((
+                "tz",
+                format!(
+                    "{tz:?} is not UTC, a fixed offset like +08:00, or a zone of the tz database like \"Europe/Berlin\""
+                ),
+            ))?)
+        };
+        let offset = if named.is_some() { 0 } else { offset(tz)? };
         let from = clock_time("from", &self.from)?;
         let to = clock_time("to", self.to.as_deref().unwrap_or_default())?;
         let length = if to > from {
@@ -99,16 +121,23 @@ impl When {
             to + DAY - from
         };
         let mut spans = Vec::new();
+        let mut indices = Vec::new();
         for day in &self.days {
             let index = DAYS
                 .iter()
                 .position(|d| day.to_ascii_lowercase().starts_with(d))
                 .ok_or(("days", format!("{day:?} is not a day (mon … sun)")))?;
+            indices.push(index as i8);
             let local = index as u64 * DAY + from;
             spans.push((
                 (local as i64 - offset).rem_euclid(WEEK as i64) as u64,
                 length,
             ));
+        }
+        if let Some(zone) = named {
+            return Ok(Window::Zoned(Box::new(zoned::ZonedWeekly::new(
+                tz, zone, indices, from, to,
+            ))));
         }
         Ok(Window::Weekly(spans))
     }
@@ -119,6 +148,7 @@ impl Window {
     pub(crate) fn holds(&self, t: u64) -> bool {
         match self {
             Window::Once(from, until) => (*from..*until).contains(&t),
+            Window::Zoned(z) => z.holds(t),
             Window::Weekly(spans) => {
                 let w = (t + WEEK - FIRST_MONDAY % WEEK) % WEEK;
                 spans.iter().any(|(s, len)| (w + WEEK - s) % WEEK < *len)
@@ -130,6 +160,7 @@ impl Window {
     pub(crate) fn next_boundary(&self, t: u64) -> Option<u64> {
         match self {
             Window::Once(from, until) => [*from, *until].into_iter().filter(|b| *b > t).min(),
+            Window::Zoned(z) => z.next_boundary(t),
             Window::Weekly(spans) => {
                 let w = (t + WEEK - FIRST_MONDAY % WEEK) % WEEK;
                 spans
@@ -147,6 +178,9 @@ impl Window {
         let (lo, hi) = match (self, other) {
             (Window::Once(a, b), Window::Once(c, d)) => return a < d && c < b,
             (Window::Once(a, b), _) | (_, Window::Once(a, b)) => (*a, (*b).min(a + 2 * WEEK)),
+            (Window::Zoned(_), _) | (_, Window::Zoned(_)) => {
+                (ZONED_SCAN_FROM, ZONED_SCAN_FROM + 53 * WEEK)
+            }
             _ => (FIRST_MONDAY, FIRST_MONDAY + 2 * WEEK),
         };
         let mut t = lo;
@@ -238,9 +272,7 @@ fn offset(tz: &str) -> Result<i64, (&'static str, String)> {
     let bad = || {
         (
             "tz",
-            format!(
-                "{tz:?} is not UTC or a fixed offset like +08:00 (zones with daylight saving are not supported)"
-            ),
+            format!("{tz:?} is not UTC or a fixed offset like +08:00"),
         )
     };
     let sign = match tz.as_bytes().first() {
