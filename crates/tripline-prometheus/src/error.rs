@@ -7,7 +7,7 @@
 //! Label *values* are never refused: the encoder escapes `\`, `"` and
 //! newlines, so a breaker named `say "hi"\n` is exported as written.
 
-use crate::exporter::SourceKind;
+use crate::source::SourceKind;
 
 /// Why the exporter refused a setting or a registration.
 ///
