@@ -44,9 +44,11 @@
 
 #![forbid(unsafe_code)]
 
+mod call_times;
 pub mod chart;
 pub mod engine;
 mod error;
+mod fault_report;
 pub mod report;
 pub mod scenario;
 pub mod score;

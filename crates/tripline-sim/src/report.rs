@@ -50,6 +50,8 @@ use crate::engine::{self, Counts, Plan, Trace, TransitionRecord};
 use crate::scenario::{FaultWindow, Scenario, ScenarioError};
 use crate::score::Score;
 
+pub use crate::fault_report::FaultReport;
+
 /// The version of the JSON schema above.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -113,40 +115,6 @@ pub struct Totals {
     pub failed: u64,
     /// Rejected by the breaker.
     pub rejected: u64,
-}
-
-/// One fault's cost and how the breaker handled it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FaultReport {
-    /// Its name.
-    pub name: String,
-    /// When it started, seconds.
-    pub start: f64,
-    /// Whether a trip was wanted.
-    pub expect_trip: bool,
-    /// Closed→Open transitions attributed to it.
-    pub trips: u64,
-    /// First trip minus start, seconds.
-    pub detection_delay: Option<f64>,
-    /// First HalfOpen→Closed at or after the first trip, seconds.
-    pub recovered_at: Option<f64>,
-    /// The most calls that reached the dependency in one second (all
-    /// replicas) from the second after the first trip to the fault's end:
-    /// with the breakers open these are probes, and a high peak means
-    /// replicas probing in lock-step. Null without a trip
-    /// or for an `at` fault.
-    pub probe_peak_per_second: Option<u64>,
-    /// Calls that still reached the dependency from the second after the
-    /// first trip to the fault's end (all replicas): load sent into an
-    /// outage the breakers already knew about. Null without a trip or for
-    /// an `at` fault.
-    pub sent_after_trip: Option<u64>,
-    /// Calls attributed to it that were rejected.
-    pub rejected: u64,
-    /// … that were sent and failed.
-    pub failed: u64,
-    /// … that were sent and succeeded.
-    pub succeeded: u64,
 }
 
 /// Calls that reached the dependency, per one-second bucket, all replicas.
@@ -332,14 +300,4 @@ fn is_trip(t: &TransitionRecord) -> bool {
 
 fn is_recovery(t: &TransitionRecord) -> bool {
     t.from == tripline::State::HalfOpen && t.to == tripline::State::Closed
-}
-
-/// How long a fault acts, seconds (for the missed-fault penalty).
-pub(crate) fn fault_span(scenario: &Scenario, window: &FaultWindow) -> f64 {
-    match window {
-        FaultWindow::Interval { start, end } => {
-            ((*end).min(scenario.duration) - *start).as_secs_f64()
-        }
-        FaultWindow::Instants(at) => at.len() as f64 / scenario.traffic.rate,
-    }
 }

@@ -222,5 +222,15 @@ impl Scenario {
 /// Calls one replica makes at `rate` before `duration` (what validation
 /// bounds before a [`Scenario`] exists).
 pub(crate) fn calls_before(rate: f64, duration: Duration) -> u64 {
-    crate::engine::CallTimes::new(rate).count_before(duration)
+    crate::call_times::CallTimes::new(rate).count_before(duration)
+}
+
+/// How long a fault acts, seconds (for the missed-fault penalty).
+pub(crate) fn fault_span(scenario: &Scenario, window: &FaultWindow) -> f64 {
+    match window {
+        FaultWindow::Interval { start, end } => {
+            ((*end).min(scenario.duration) - *start).as_secs_f64()
+        }
+        FaultWindow::Instants(at) => at.len() as f64 / scenario.traffic.rate,
+    }
 }

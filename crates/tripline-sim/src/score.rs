@@ -33,8 +33,8 @@
 
 use serde::Serialize;
 
-use crate::report::{FaultReport, fault_span};
-use crate::scenario::Scenario;
+use crate::fault_report::FaultReport;
+use crate::scenario::{Scenario, fault_span};
 
 /// The flat cost of one false trip, in seconds.
 pub const FALSE_TRIP_SECONDS: f64 = 5.0;
