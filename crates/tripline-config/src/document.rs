@@ -12,11 +12,11 @@ pub(crate) mod profiles;
 mod table;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tripline::{CircuitBreakerConfig, ConfigWarning};
 
+pub use crate::error::DocumentError;
 use crate::rollout::Rollout;
 pub use overrides::{FleetOverride, OverrideState};
 pub use profiles::{Profile, When};
@@ -81,82 +81,6 @@ pub struct Document {
     /// Why, for the audit log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
-}
-
-/// Why a document was refused. Every variant names what to fix.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum DocumentError {
-    /// The document is larger than the limit.
-    #[error("document is {len} bytes, over the {limit}-byte limit")]
-    TooLarge {
-        /// Its size.
-        len: usize,
-        /// The limit ([`MAX_DOCUMENT_BYTES`]).
-        limit: usize,
-    },
-    /// The document is not UTF-8 text.
-    #[error("document is not UTF-8: invalid byte at offset {offset}")]
-    NotUtf8 {
-        /// Where the first invalid byte is.
-        offset: usize,
-    },
-    /// TOML or JSON syntax, an unknown key or a value of the wrong type;
-    /// the message carries the line and key.
-    #[error("document does not parse: {0}")]
-    Syntax(String),
-    /// One breaker's config fails validation.
-    #[error("breaker {breaker:?}: `{field}` {constraint}")]
-    Invalid {
-        /// The breaker at fault.
-        breaker: String,
-        /// The field, dotted for nested values.
-        field: String,
-        /// What it must satisfy, and what it was.
-        constraint: String,
-    },
-    /// Two tables share one name (metrics and events key breakers by name).
-    #[error("breaker {0:?} appears twice")]
-    Duplicate(String),
-    /// An `[[override]]` table is unusable.
-    #[error("`override[{index}].{field}` {constraint}")]
-    Override {
-        /// Its place among the document's overrides, from 0.
-        index: usize,
-        /// The field.
-        field: &'static str,
-        /// What it must satisfy, and what it was.
-        constraint: String,
-    },
-    /// A `[[profile]]` is unusable, or overlaps another.
-    #[error("profile {profile:?}: `{field}` {constraint}")]
-    Profile {
-        /// The profile's name.
-        profile: String,
-        /// The field, dotted (`when.from`, `breaker.minimum_calls`).
-        field: String,
-        /// What it must satisfy.
-        constraint: String,
-    },
-    /// The rollout plan is unusable.
-    #[error("`rollout.{field}` {constraint}")]
-    Rollout {
-        /// The rollout field.
-        field: &'static str,
-        /// What it must satisfy.
-        constraint: String,
-    },
-}
-
-impl DocumentError {
-    /// The breaker at fault, when one is.
-    pub fn breaker(&self) -> Option<&str> {
-        match self {
-            DocumentError::Invalid { breaker, .. } | DocumentError::Duplicate(breaker) => {
-                Some(breaker)
-            }
-            _ => None,
-        }
-    }
 }
 
 /// A warning of one breaker's config, as kept in the audit log.
@@ -283,15 +207,4 @@ pub(crate) fn warnings_of(breaker: &str, found: Vec<ConfigWarning>) -> Vec<Docum
             message: w.message,
         })
         .collect()
-}
-
-/// Refuses a zero duration where one would make a rollout step meaningless.
-pub(crate) fn nonzero(field: &'static str, d: Duration) -> Result<(), DocumentError> {
-    if d.is_zero() {
-        return Err(DocumentError::Rollout {
-            field,
-            constraint: "must be longer than zero".into(),
-        });
-    }
-    Ok(())
 }

@@ -39,6 +39,7 @@ mod applier;
 mod audit;
 mod diff;
 mod document;
+mod error;
 pub mod etcd;
 mod file;
 mod fleet_view;

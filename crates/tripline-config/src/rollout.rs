@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::{DocumentError, nonzero};
+use crate::error::DocumentError;
 
 /// How a document reaches the fleet.
 ///
@@ -171,4 +171,15 @@ fn ratio(part: u64, whole: u64) -> f64 {
     } else {
         part as f64 / whole as f64
     }
+}
+
+/// Refuses a zero duration where one would make a rollout step meaningless.
+fn nonzero(field: &'static str, d: Duration) -> Result<(), DocumentError> {
+    if d.is_zero() {
+        return Err(DocumentError::Rollout {
+            field,
+            constraint: "must be longer than zero".into(),
+        });
+    }
+    Ok(())
 }
