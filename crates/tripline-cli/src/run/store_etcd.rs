@@ -181,8 +181,8 @@ impl EtcdStore {
                     .filter(|s| s.version == VERSION)
                     .ok_or_else(|| {
                         CliError::input(format!(
-                            "--store {}: key {key} does not hold a `tripline run` state (wrong prefix?); nothing written",
-                            self.url.text
+                            "{} {}: key {key} does not hold a `tripline run` state (wrong prefix?); nothing written",
+                            self.url.field, self.url.text
                         ))
                     })?;
                 seen.mod_revision = kv.mod_revision;
@@ -240,7 +240,8 @@ impl EtcdStore {
         match e {
             EtcdError::Status { status, body } if (400..500).contains(&status) => {
                 StoreError::Fatal(CliError::input(format!(
-                    "--store {}: etcd refused the request ({status}: {}); check its auth and the prefix",
+                    "{} {}: etcd refused the request ({status}: {}); check its auth and the prefix",
+                    self.url.field,
                     self.url.text,
                     body.trim()
                 )))
@@ -251,10 +252,11 @@ impl EtcdStore {
 }
 
 impl Drop for EtcdStore {
+    /// A lease granted for an admission that then lost its race (the
+    /// decision taken again on a conflict refused the run) is revoked
+    /// here rather than left to expire.
     fn drop(&mut self) {
-        if let Some(k) = self.keepalive.get_mut().take() {
-            k.stop();
-        }
+        self.release();
     }
 }
 

@@ -35,6 +35,9 @@ pub(crate) enum OnStoreError {
 pub(crate) struct EtcdUrl {
     /// The URL as given, for messages.
     pub(crate) text: String,
+    /// Where it came from (`--store`, `TRIPLINE_STORE`, `[store] url`):
+    /// what an error about it names.
+    pub(crate) field: String,
     /// The gateway endpoint, `http://HOST:PORT`.
     pub(crate) endpoint: String,
     /// The key prefix, `/PREFIX` (no trailing `/`).
@@ -200,6 +203,7 @@ pub(crate) fn parse_url(text: &str, field: &str) -> Result<EtcdUrl, CliError> {
     }
     Ok(EtcdUrl {
         text: text.to_owned(),
+        field: field.to_owned(),
         endpoint: format!("http://{authority}"),
         prefix: format!("/{prefix}"),
     })
