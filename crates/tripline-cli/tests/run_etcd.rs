@@ -90,6 +90,17 @@ impl Fleet {
         text(&out.stdout)
     }
 
+    /// `tripline run --reset p` or `--force-open p` on `host`.
+    fn operator(&self, host: &str, op: &str) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tripline"))
+            .args(["run", "--state-dir", host, "--config", "p.toml", op, "p"])
+            .env("TRIPLINE_STORE", &self.store)
+            .env("TRIPLINE_NOW", (T0 + 43).to_string())
+            .current_dir(self.root.path())
+            .output()
+            .unwrap()
+    }
+
     fn lines(&self, name: &str) -> usize {
         std::fs::read_to_string(self.path(name)).map_or(0, |t| t.lines().count())
     }
@@ -270,6 +281,21 @@ fn three_hosts_share_one_breaker_through_etcd() {
         "{before} + {reported} > {after}"
     );
     assert!(after <= before + 10, "{after}");
+
+    // An operator on one host acts on the fleet's breaker.
+    assert_eq!(fleet.operator("b", "--force-open").status.code(), Some(0));
+    let forced = fleet.run("c", 43, &[], "echo x >> ran-forced");
+    assert_eq!(forced.status.code(), Some(75), "{}", text(&forced.stderr));
+    assert!(
+        text(&forced.stderr).contains("forced open"),
+        "{}",
+        text(&forced.stderr)
+    );
+    assert_eq!(fleet.lines("ran-forced"), 0);
+    assert_eq!(fleet.operator("a", "--reset").status.code(), Some(0));
+    let reset = fleet.run("c", 43, &[], "echo x >> ran-forced");
+    assert_eq!(reset.status.code(), Some(0), "{}", text(&reset.stderr));
+    assert_eq!(fleet.lines("ran-forced"), 1);
 }
 
 #[test]
@@ -377,6 +403,16 @@ fn flag_beats_environment_beats_file_and_refuse_exits_69() {
         "echo x >> ran",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(fleet.lines("ran"), 1);
+    // Without the flag, the environment's URL beats the file's: it is the
+    // one refused, by its name.
+    let out = fleet.run("a", 0, &[], "echo x >> ran");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("TRIPLINE_STORE \"garbage\""),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(fleet.lines("ran"), 1);
 }
 
