@@ -1,5 +1,5 @@
 //! A scrape of a 20 000-breaker registry stays within 16 MiB of transient
-//! allocation (the bound). The figure is the peak of live heap
+//! allocation (the bound a large fleet can afford per scrape). The figure is the peak of live heap
 //! bytes while the scrape runs, on the scraping thread: the samples read
 //! from the breakers and the encoder's buffers, with the exposition
 //! handed on in 64 KiB chunks as the streamed `/metrics` body does (which

@@ -61,7 +61,7 @@ fn retained_by(f: impl FnOnce()) -> i64 {
     allocation_counter::measure(f).bytes_current
 }
 
-/// The example: 900 successes and 100 failures in a 100-slot
+/// The worked example: 900 successes and 100 failures in a 100-slot
 /// window, resized to 10 slots with no call in between.
 #[test]
 fn a_resize_keeps_the_cumulative_counts() {

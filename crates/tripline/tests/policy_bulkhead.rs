@@ -155,7 +155,7 @@ mod on_tokio {
         .await
     }
 
-    /// The rule: the permit lives as long as the actual work,
+    /// The bulkhead's rule: the permit lives as long as the actual work,
     /// including work that outlives a timeout.
     #[tokio::test(start_paused = true)]
     async fn the_permit_outlives_a_timed_out_call_while_its_work_runs() {
