@@ -5,14 +5,14 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use tripline::{CircuitBreakerConfig, State, WindowSnapshot};
+use tripline::{CircuitBreakerConfig, State};
 
 use super::backend::{Backend, StoreError};
 use super::clock::WallClock;
 use super::exec::{self, Ran, Spec};
 use super::export::Exports;
 use super::rebuild::{Holders, Rebuilt, apply, rebuild, settle};
-use super::state::{Checkpoint, Counters, Operator, ProbeEvent, StateFile, Verdict};
+use super::state::{Checkpoint, Counters, ProbeEvent, StateFile, Verdict};
 use super::store_spec::{OnStoreError, STORE_REFUSED_EXIT};
 use crate::CliError;
 use crate::words::count;
