@@ -57,6 +57,13 @@ if [[ ${HEALTH:-0} == 1 ]]; then
     CLUSTER_PROTECTION+='
 health_check = { http = { path = "/", expect = [200] }, interval = "1s", timeout = "500ms" }'
 fi
+# LIMITS=1: every overflow limit on the cluster too, set high enough
+# never to refuse (the path pays for admission, not for refusals).
+if [[ ${LIMITS:-0} == 1 ]]; then
+    CLUSTER_PROTECTION+='
+limits = { max_requests = 100000, max_connections = 100000, max_pending_requests = 1000, max_retries = 1000 }
+endpoint_limits = { max_concurrent = 100000 }'
+fi
 
 # tripline as the benchmarks measure it: one route to one endpoint with
 # the protections above; the [proxy] section's lines and an admin listener

@@ -45,6 +45,7 @@ mod config_source;
 mod error;
 mod fault;
 mod health;
+mod limits;
 mod locate;
 mod protect;
 mod retry_on;
@@ -69,6 +70,7 @@ pub use config_source::{ConfigSourceKind, ConfigSourceSection};
 pub use error::ConfigError;
 pub use fault::{AbortSection, DelaySection, FaultSection, ShareSection};
 pub use health::{CheckKind, GrpcCheck, HealthCheckSection, HttpCheck, TcpCheck};
+pub use limits::{ClusterLimits, EndpointLimits};
 pub(crate) use protect::FALLBACK_CAUSES;
 pub use protect::{
     BreakerKeySection, FallbackSection, GrpcFailureCodes, HedgeSection, RateLimitKey,

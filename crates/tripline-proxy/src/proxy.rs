@@ -22,6 +22,7 @@ use crate::data::access_log::AccessLog;
 use crate::http::drain::DrainSwitch;
 use crate::table::fault::{Dice, Faults};
 use crate::table::metrics::ProxyMetrics;
+use crate::table::overflow::Overflow;
 use crate::table::{Table, build_clusters, build_routes};
 
 pub mod explain;
@@ -101,23 +102,26 @@ impl ProxyBuilder {
         let config_source = ConfigSource::build(&config, &clock);
         let applier = config_source.as_ref().map(|s| s.applier());
         let clusters = build_clusters(&config, &clock, |_| None)?;
-        let routes = build_routes(&config, &clusters, &upstreams, &clock, applier)?;
+        let overflow_counts = prometheus_client::metrics::family::Family::default();
+        let overflows = Overflow::for_clusters(&config, &overflow_counts, |_| None);
+        let routes = build_routes(&config, &clusters, &upstreams, &clock, applier, &overflows)?;
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
         let faults = Arc::new(Faults::new(&config, clock.clone(), dice));
         let access_log = AccessLog::new(&config.access_log);
         let admin = AdminState::build(&config)?;
         let discovery = Discoveries::default();
         let health = crate::control::health::Health::default();
-        let metrics = ProxyMetrics::build(&routes, &clusters, |registry, prefix| {
-            faults.register(registry, prefix);
-            discovery.register(registry, prefix);
-            health.register(registry, prefix);
-            access_log.register(registry, prefix);
-            admin.register(registry, prefix);
-            if let Some(source) = &config_source {
-                source.register(registry);
-            }
-        })?;
+        let metrics =
+            ProxyMetrics::build(&routes, &clusters, overflow_counts, |registry, prefix| {
+                faults.register(registry, prefix);
+                discovery.register(registry, prefix);
+                health.register(registry, prefix);
+                access_log.register(registry, prefix);
+                admin.register(registry, prefix);
+                if let Some(source) = &config_source {
+                    source.register(registry);
+                }
+            })?;
         let metrics = Arc::new(metrics);
         let counters = metrics.route_counters(&routes);
         let table = Table {

@@ -2,7 +2,7 @@
 //! the counters of those routes. Requests load the table once and use that
 //! one to the end, so a reload never shows a request half of each.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use tripline::clock::SharedClock;
@@ -12,6 +12,7 @@ use tripline_config::Applier;
 use crate::config::{ConfigError, ProxyConfig};
 use crate::table::fallback::{Kind, RouteFallback};
 use crate::table::metrics::RouteCounters;
+use crate::table::overflow::Overflow;
 use crate::table::route::Route;
 use crate::upstream::ClusterUpstream;
 
@@ -20,6 +21,7 @@ pub mod fault;
 pub(crate) mod guard;
 pub mod keyed_breaker;
 pub mod metrics;
+pub(crate) mod overflow;
 pub(crate) mod ratelimit;
 pub(crate) mod route;
 pub(crate) mod shadow;
@@ -77,6 +79,7 @@ pub(crate) fn build_routes(
     upstreams: &BTreeMap<String, ClusterUpstream>,
     clock: &SharedClock,
     shadow: Option<&Applier>,
+    overflows: &HashMap<String, Arc<Overflow>>,
 ) -> Result<Vec<Route>, ConfigError> {
     let mut routes = Vec::with_capacity(config.routes.len());
     for (i, section) in config.routes.iter().enumerate() {
@@ -92,6 +95,7 @@ pub(crate) fn build_routes(
         let mut route = Route::build(&at, section, cluster, upstream, clock)?;
         route.guard.fallback = RouteFallback::build(&at, section, clusters, upstreams, clock)?;
         route.shadow = shadow.cloned();
+        route.overflow = overflows.get(&section.cluster).cloned();
         if let Some(fallback) = &mut route.guard.fallback
             && let Kind::Cluster(secondary) = &mut fallback.kind
         {

@@ -50,6 +50,14 @@ pub struct ClusterSection {
     /// endpoint that fails them is not routed (see the health module).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<super::HealthCheckSection>,
+    /// Overflow limits of the whole cluster (Envoy's circuit-breaking
+    /// thresholds); absent: none (see the limits module).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<super::ClusterLimits>,
+    /// Each endpoint's concurrency limit and queue (HAProxy's `maxconn`);
+    /// absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint_limits: Option<super::EndpointLimits>,
 }
 
 /// The protocol the proxy speaks to a cluster's endpoints.

@@ -173,10 +173,11 @@ pub struct FallbackSection {
 pub const UPSTREAM_FAILURE: &str = "upstream_failure";
 
 /// Every cause a fallback may replace.
-pub(crate) const FALLBACK_CAUSES: [&str; 10] = [
+pub(crate) const FALLBACK_CAUSES: [&str; 11] = [
     "circuit_open",
     "half_open_full",
     "bulkhead_full",
+    "upstream_overflow",
     "rate_limited",
     "deadline_exceeded",
     "no_healthy_endpoint",

@@ -95,6 +95,13 @@ impl ProxyConfig {
             if let Some(check) = &cluster.health_check {
                 check.validate(&format!("{at}.health_check"))?;
             }
+            if let Some(limits) = &cluster.limits {
+                let h2c = cluster.protocol == super::UpstreamProtocol::H2c;
+                limits.validate(&format!("{at}.limits"), h2c)?;
+            }
+            if let Some(limits) = &cluster.endpoint_limits {
+                limits.validate(&format!("{at}.endpoint_limits"))?;
+            }
             if cluster.endpoints.is_empty() && cluster.discovery.is_none() {
                 return Err(ConfigError::invalid(
                     format!("{at}.endpoints"),

@@ -59,6 +59,7 @@ use tripline_prometheus::{Detail, SourceKind};
 use crate::config::{ClusterSection, ConfigError, ProxyConfig};
 use crate::control::Control;
 use crate::table::keyed_breaker::KeyedBreaker;
+use crate::table::overflow::Overflow;
 use crate::table::{Table, build_clusters, build_routes};
 
 /// What a reload changed, by name.
@@ -155,7 +156,19 @@ impl Control {
             }
         }
         let applier = inner.config_source.as_ref().map(|s| s.applier());
-        let mut routes = build_routes(&config, &clusters, &upstreams, &inner.clock, applier)?;
+        // A cluster whose limits stay keeps their counts of what is in flight.
+        let overflows = Overflow::for_clusters(&config, &inner.metrics.overflow, |name| {
+            let route = old.routes.iter().find(|r| r.cluster.name() == name)?;
+            route.overflow.clone()
+        });
+        let mut routes = build_routes(
+            &config,
+            &clusters,
+            &upstreams,
+            &inner.clock,
+            applier,
+            &overflows,
+        )?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {
             let before = old.routes.iter().zip(&old.config.routes);
@@ -326,14 +339,17 @@ impl Control {
 /// Whether a cluster reloaded from `before` to `after` may stay the
 /// running one: its config differs at most in its endpoint list and
 /// `dns_refresh`, which [`crate::control::dns::Dns::reload`] applies in place,
-/// and its `health_check`, which the health checkers' supervisor applies to
-/// the running cluster. Everything else is fixed when a cluster (or its
-/// client) is built.
+/// its `health_check`, which the health checkers' supervisor applies to
+/// the running cluster, and its `limits` and `endpoint_limits`, which the
+/// new table's routes carry. Everything else is fixed when a cluster (or
+/// its client) is built.
 fn same_but_endpoints(before: &ClusterSection, after: &ClusterSection) -> bool {
     let rest = |s: &ClusterSection| ClusterSection {
         endpoints: Vec::new(),
         dns_refresh: None,
         health_check: None,
+        limits: None,
+        endpoint_limits: None,
         ..s.clone()
     };
     rest(before) == rest(after)

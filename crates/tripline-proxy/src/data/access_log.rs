@@ -170,9 +170,9 @@ struct Record {
     status: u16,
     /// The answer's `x-tripline-flag`.
     flag: Option<HeaderValue>,
-    /// The answer carries `x-tripline-retry-refused`: a retry was due and
-    /// the budget refused it.
-    budget_exhausted: bool,
+    /// The answer's `x-tripline-retry-refused`: a retry was due and the
+    /// budget (`BE`) or the cluster's `max_retries` (`UO`) refused it.
+    retry_refused: Option<&'static str>,
     duration: Duration,
 }
 
@@ -234,7 +234,9 @@ impl AccessLog {
             route,
             response.status().as_u16(),
             headers.get(FLAG_HEADER).cloned(),
-            headers.contains_key(RETRY_REFUSED_HEADER),
+            headers
+                .get(RETRY_REFUSED_HEADER)
+                .map(|v| Reason::of_retry_refused(v.as_bytes()).flag()),
         );
     }
 
@@ -244,7 +246,7 @@ impl AccessLog {
     /// connection termination), with the tries made so far.
     fn finish_unanswered(&self, trail: Trail, route: Option<(&str, &str)>) {
         let flag = Some(HeaderValue::from_static(DOWNSTREAM_TERMINATED));
-        self.queue_line(trail, route, 0, flag, false);
+        self.queue_line(trail, route, 0, flag, None);
     }
 
     /// Queues a request's record, or drops and counts it when the queue is
@@ -256,7 +258,7 @@ impl AccessLog {
         route: Option<(&str, &str)>,
         status: u16,
         flag: Option<HeaderValue>,
-        budget_exhausted: bool,
+        retry_refused: Option<&'static str>,
     ) {
         trail.cancel_open_tries();
         let record = Record {
@@ -266,7 +268,7 @@ impl AccessLog {
             cluster: route.map(|r| r.1.into()),
             status,
             flag,
-            budget_exhausted,
+            retry_refused,
         };
         if self.queue.try_send(record).is_err() {
             self.dropped.inc();
@@ -376,16 +378,16 @@ impl Attempt {
 }
 
 impl Record {
-    /// The answer's flags, Envoy-style: its own flag, then `BE` when the
-    /// budget refused a retry (comma-joined when both).
+    /// The answer's flags, Envoy-style: its own flag, then `BE` (or `UO`)
+    /// when the budget (or the cluster's `max_retries`) refused a retry,
+    /// comma-joined when both.
     fn flag(&self) -> Option<Cow<'_, str>> {
         let own = self.flag.as_ref().and_then(|v| v.to_str().ok());
-        let budget = Reason::BudgetExhausted.flag();
-        match (own, self.budget_exhausted) {
-            (None, false) => None,
-            (Some(own), false) => Some(Cow::Borrowed(own)),
-            (None, true) => Some(Cow::Borrowed(budget)),
-            (Some(own), true) => Some(Cow::Owned(format!("{own},{budget}"))),
+        match (own, self.retry_refused) {
+            (None, None) => None,
+            (Some(own), None) => Some(Cow::Borrowed(own)),
+            (None, Some(retry)) => Some(Cow::Borrowed(retry)),
+            (Some(own), Some(retry)) => Some(Cow::Owned(format!("{own},{retry}"))),
         }
     }
 

@@ -11,6 +11,7 @@ mod fallback;
 mod hedge;
 mod limits;
 mod no_healthy;
+mod overflow;
 mod retry_on;
 
 use std::net::SocketAddr;
@@ -273,6 +274,15 @@ async fn protected(
     if deadline.is_some_and(|d| d.is_expired(&clock)) {
         return reject(Reason::DeadlineExceeded).response();
     }
+    // The cluster's limits, before the route breaker: a refusal here is the
+    // proxy's own and takes no permit from it.
+    let cluster_slot = match &route.overflow {
+        Some(o) => match o.admit_request(limits.until()).await {
+            Ok(slot) => Some(slot),
+            Err(limit) => return overflow::refusal(route, limit).response(),
+        },
+        None => None,
+    };
     let route_permit = match route.acquire_breaker(parts) {
         Ok(p) => p,
         Err(rejection) => return rejection.response(),
@@ -309,12 +319,15 @@ async fn protected(
         shadow: route_permit.as_ref().and_then(|_| route.shadow_feed(parts)),
         route_permit,
         bulkhead,
+        cluster_slot,
         start,
     };
-    let mut retry_refused = false;
+    let mut retry_refused = None;
     let mut number = 1;
     let mut endpoints = TriedEndpoints::new();
     let mut previous = None;
+    // The retry in flight's place among the cluster's `max_retries`.
+    let mut _retry_slot = None;
     loop {
         // Each try sent (hedges included) is listed on the trail by the
         // code that sends it, with its own endpoint, outcome and time.
@@ -334,15 +347,24 @@ async fn protected(
             && body.is_replayable()
             && (route.may_retry(&parts.method) || outcome.is_some_and(|o| o.never_sent()))
             && deadline.is_none_or(|d| !d.is_expired(&clock));
-        if again {
+        // The cluster's `max_retries` first: a retry it refuses leaves the
+        // budget untouched, and the answer stands (as the budget's refusal).
+        let retry_slot = match (&route.overflow, again) {
+            (Some(o), true) => o.admit_retry(),
+            _ => Ok(None),
+        };
+        if again && retry_slot.is_err() {
+            retry_refused = Some(Reason::UpstreamOverflow);
+        } else if again {
             if route.budget.try_withdraw() {
+                _retry_slot = retry_slot.ok().flatten();
                 let settled = tried.settle();
                 backoff::sleep_before_retry(route, number, &settled, limits).await;
                 previous = Some(settled);
                 number += 1;
                 continue;
             }
-            retry_refused = true;
+            retry_refused = Some(Reason::BudgetExhausted);
         }
         // A retry that could not be sent leaves the last real answer.
         let tried = match (tried, previous) {
@@ -350,10 +372,10 @@ async fn protected(
             (tried, _) => tried,
         };
         let mut response = finish.respond(route, tried);
-        if retry_refused {
+        if let Some(reason) = retry_refused {
             response.headers_mut().insert(
                 RETRY_REFUSED_HEADER,
-                HeaderValue::from_static(Reason::BudgetExhausted.as_str()),
+                HeaderValue::from_static(reason.as_str()),
             );
         }
         return response;
@@ -375,6 +397,8 @@ struct Finish {
     /// key's breaker), while one runs.
     shadow: Option<crate::table::shadow::ShadowFeed>,
     bulkhead: Option<tripline::bulkhead::OwnedBulkheadPermit>,
+    /// The request's place in its cluster's overflow limits.
+    cluster_slot: Option<crate::table::overflow::RequestSlot>,
     start: tokio::time::Instant,
 }
 
@@ -386,6 +410,7 @@ impl Finish {
             route_permit,
             shadow,
             bulkhead,
+            cluster_slot,
             start,
         } = self;
         // `None`: no verdict on the route, booked as ignored (the client's
@@ -408,6 +433,7 @@ impl Finish {
                 }
             }
             drop(bulkhead);
+            drop(cluster_slot);
         };
         tried.into_response(route, settle_route)
     }

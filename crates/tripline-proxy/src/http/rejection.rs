@@ -34,6 +34,7 @@
 //! | NR | no route matched | 404 | `NR` | no |
 //! | DPE | malformed request: smuggling framing (`Content-Length` with `Transfer-Encoding`, two `Content-Length`s that differ, one that is not a number, a `Transfer-Encoding` other than `chunked`), a control character or a malformed line in the head, two `Host` lines or an HTTP/1.1 request without one, a body that broke while sent (charged to neither endpoint nor route); a request line longer than `[proxy] max_header_bytes` is answered `414`, a longer head `431`, with the same label | 400 | `DPE` (downstream protocol error) | no |
 //! | CT | the client's body sent nothing for `[proxy] client_body_timeout` (charged to neither endpoint nor route) | 408 | `DT` (downstream timeout) | no |
+//! | UO | a cluster's `limits` (requests, connections with their pending queue, retries) or an endpoint's `endpoint_limits` reached (charged to neither endpoint nor route) | 503 | `UO` (upstream overflow) | yes |
 //! | DC | (access log only) the request was dropped before its answer: the client reset its HTTP/2 stream, or the drain's cut came | none (status 0 in the log) | `DC` (downstream connection termination) | no |
 //!
 //! The last column: with `[proxy] envoy_compat = true`, answers for these
@@ -97,11 +98,15 @@ pub enum Reason {
     /// The client's request body sent nothing for `[proxy]
     /// client_body_timeout`: the upload was given up (answered `408`).
     ClientTimeout,
+    /// A cluster's overflow limit (`limits`: requests, connections and
+    /// pending requests, retries) or an endpoint's (`endpoint_limits`)
+    /// was reached: the proxy's own refusal, never an endpoint's failure.
+    UpstreamOverflow,
 }
 
 impl Reason {
     /// Every reason, so metrics can create a series per flag up front.
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::CircuitOpen,
         Reason::HalfOpenFull,
         Reason::BulkheadFull,
@@ -115,6 +120,7 @@ impl Reason {
         Reason::NoRoute,
         Reason::ProtocolError,
         Reason::ClientTimeout,
+        Reason::UpstreamOverflow,
     ];
 
     /// The snake_case name sent in `x-tripline-rejected`.
@@ -133,6 +139,7 @@ impl Reason {
             Reason::NoRoute => "no_route",
             Reason::ProtocolError => "protocol_error",
             Reason::ClientTimeout => "client_timeout",
+            Reason::UpstreamOverflow => "upstream_overflow",
         }
     }
 
@@ -152,6 +159,7 @@ impl Reason {
             Reason::NoRoute => "NR",
             Reason::ProtocolError => "DPE",
             Reason::ClientTimeout => "CT",
+            Reason::UpstreamOverflow => "UO",
         }
     }
 
@@ -175,6 +183,16 @@ impl Reason {
             self,
             Reason::UpstreamConnectFailure | Reason::UpstreamTimeout | Reason::UpstreamReset
         )
+    }
+
+    /// Who refused a retry, from its `x-tripline-retry-refused` value:
+    /// the cluster's `max_retries`, else the retry budget.
+    pub fn of_retry_refused(value: &[u8]) -> Reason {
+        if value == Reason::UpstreamOverflow.as_str().as_bytes() {
+            Reason::UpstreamOverflow
+        } else {
+            Reason::BudgetExhausted
+        }
     }
 
     /// A breaker refusal's reason from the breaker's state.

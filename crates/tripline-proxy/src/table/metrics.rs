@@ -20,6 +20,7 @@
 //! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::table::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
 //! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::table::fault) shaped |
 //! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
+//! | `tripline_proxy_upstream_overflow_total` | `cluster`, `limit` (`max_requests`, `max_connections`, `max_pending_requests`, `max_retries`, `endpoint`) | requests, retries and tries a cluster's [overflow limits](crate::table::overflow) refused (`UO`); created with the cluster's limits |
 //! | `tripline_proxy_http2_premature_reset_closes_total` | | HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset; Envoy's `downstream_rq_too_many_premature_resets`) |
 //!
 //! And two gauges, moved only when a connection parks, wakes or switches
@@ -53,7 +54,7 @@ use crate::http::rejection::DEGRADED_HEADER;
 use crate::http::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
 use crate::table::route::Route;
 
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 
 /// The status classes counted. The only 1xx the proxy answers with is
 /// `101 Switching Protocols`, the last answer on its connection.
@@ -78,6 +79,9 @@ pub(crate) struct ProxyMetrics {
     /// Connections a client and an endpoint switched to another protocol
     /// (`101`, WebSocket), relayed now.
     pub(crate) tunnels: Gauge,
+    /// Requests, retries and tries refused by a cluster's overflow limits,
+    /// by cluster and limit (see [`crate::table::overflow`]).
+    pub(crate) overflow: Family<Labels, Counter>,
 }
 
 /// Counters of one route, created up front so the request path only adds.
@@ -94,6 +98,7 @@ impl ProxyMetrics {
     pub(crate) fn build(
         routes: &[Route],
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
+        overflow: Family<Labels, Counter>,
         extras: impl FnOnce(&mut Registry, &str),
     ) -> Result<ProxyMetrics, ConfigError> {
         let exporter = Exporter::default();
@@ -164,8 +169,14 @@ impl ProxyMetrics {
             "Client connections switched to another protocol (101, WebSocket) and relayed to their endpoint",
             tunnels.clone(),
         );
+        registry.register(
+            format!("{prefix}_proxy_upstream_overflow"),
+            "Requests, retries and tries refused by a cluster's overflow limits (UO), by cluster and limit",
+            overflow.clone(),
+        );
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {
+            overflow,
             handler: MetricsHandler::with_registry(Arc::new(registry)),
             exporter,
             requests,
@@ -234,7 +245,7 @@ impl ProxyMetrics {
                     counters.count_flag(flag);
                 }
             } else if name == RETRY_REFUSED_HEADER {
-                counters.count_flag(Reason::BudgetExhausted.flag());
+                counters.count_flag(Reason::of_retry_refused(value.as_bytes()).flag());
             } else if name == DEGRADED_HEADER
                 && let Ok(cause) = value.to_str()
                 && let Some((_, c)) = counters.fallbacks.iter().find(|(f, _)| *f == cause)

@@ -40,6 +40,10 @@ pub(crate) struct Route {
     /// source: the hook its shadow twins are fed through (see
     /// [`shadow`](crate::table::shadow)). Set when the table is built.
     pub(crate) shadow: Option<tripline_config::Applier>,
+    /// The cluster's overflow limits, shared by every route to it; `None`
+    /// when it sets none (one branch on the request path). Set when the
+    /// table is built.
+    pub(crate) overflow: Option<Arc<crate::table::overflow::Overflow>>,
 }
 
 /// A route's match, parsed once.
@@ -136,6 +140,7 @@ impl Route {
                 .map(|p| p.to_ascii_lowercase())
                 .collect(),
             shadow: None,
+            overflow: None,
         })
     }
 

@@ -33,6 +33,7 @@ mod log_lines;
 mod metrics;
 mod mtls;
 mod outlier;
+mod overflow;
 mod parking;
 mod per_core;
 mod protect_config;

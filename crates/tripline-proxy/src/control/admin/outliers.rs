@@ -69,6 +69,13 @@ pub(crate) fn list(table: &Table, hub: &Hub) -> Value {
                 "outlier_routable": health.routable,
                 "ejected": health.ejected,
                 "endpoints": endpoints,
+                // The cluster's overflow limits and what they hold now.
+                "overflow": table
+                    .routes
+                    .iter()
+                    .find(|r| r.cluster.name() == name.as_str())
+                    .and_then(|r| r.overflow.as_ref())
+                    .map(|o| o.to_json()),
             })
         })
         .collect();

@@ -16,6 +16,7 @@ use crate::http::body::{ClientUpload, ProxyBody, RequestBody, Tracked};
 use crate::http::grpc;
 use crate::http::headers::strip_answer_hop_by_hop;
 use crate::http::rejection::{Reason, Rejection};
+use crate::table::overflow::EndpointSlot;
 use crate::table::route::Route;
 use crate::table::shadow::ShadowFeed;
 use crate::upstream::Outbound;
@@ -33,6 +34,9 @@ pub(super) enum Tried {
         shadow: Option<ShadowFeed>,
         /// Whether the answer is gRPC ([`grpc::is_grpc`], looked up once).
         grpc: bool,
+        /// The try's place among its endpoint's `max_concurrent`, held to
+        /// the end of the answer's body.
+        slot: Option<EndpointSlot>,
     },
     /// The try failed on the connection (already recorded on the endpoint).
     Failed {
@@ -83,9 +87,11 @@ impl Tried {
                 lease,
                 outcome,
                 shadow,
+                slot,
                 ..
             } => {
                 record(lease, outcome, shadow);
+                drop(slot);
                 Tried::Settled { response, outcome }
             }
             other => other,
@@ -106,6 +112,7 @@ impl Tried {
                 outcome,
                 shadow,
                 grpc: is_grpc,
+                slot,
             } => {
                 let (mut parts, body) = response.into_parts();
                 strip_answer_hop_by_hop(parts.status, &mut parts.headers);
@@ -119,6 +126,7 @@ impl Tried {
                         (true, _) => outcome,
                     };
                     record(lease, outcome, shadow);
+                    drop(slot);
                     settle_route(Some(outcome));
                 });
                 Response::from_parts(parts, body.boxed())
@@ -212,6 +220,21 @@ pub(super) async fn send(
 ) -> Tried {
     let deadline = limits.deadline;
     let Ready { lease, body } = ready;
+    // The endpoint's own limit (`endpoint_limits`), waited for in its
+    // queue; a refusal is the proxy's own and releases the lease unrecorded.
+    let slot = match &route.overflow {
+        Some(o) => match o
+            .admit_try(lease.endpoint().id().as_str(), limits.until())
+            .await
+        {
+            Ok(slot) => slot,
+            Err(limit) => {
+                drop(lease);
+                return Tried::Refused(super::overflow::refusal(route, limit));
+            }
+        },
+        None => None,
+    };
     let shadow = route.endpoint_shadow_feed(lease.endpoint().id());
     let remaining = deadline.map(|d| d.remaining(&TokioClock));
     let address = lease.endpoint().address();
@@ -288,6 +311,7 @@ pub(super) async fn send(
                 outcome,
                 shadow,
                 grpc,
+                slot,
             }
         }
         Ok(Err(_)) if parts.client_body.as_ref().is_some_and(ClientUpload::broke) => {

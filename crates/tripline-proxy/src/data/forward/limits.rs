@@ -24,6 +24,18 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
+    /// When the request's time ends: the earlier of its deadline and its
+    /// default limit. A wait for a connection or an endpoint ends there.
+    pub(crate) fn until(&self) -> Option<Instant> {
+        let deadline = self
+            .deadline
+            .map(|d| Instant::now() + d.remaining(&tripline::timeout::TokioClock));
+        match (deadline, self.guard) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The limits of a request whose default limit (when `default_guard`)
     /// counts from now: for the rare path that starts late (a fallback's
     /// secondary cluster), reading the clock only when it is taken.

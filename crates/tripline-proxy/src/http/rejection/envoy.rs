@@ -30,6 +30,7 @@ impl Reason {
                 | Reason::BudgetExhausted
                 | Reason::RateLimited
                 | Reason::NoHealthyEndpoint
+                | Reason::UpstreamOverflow
         )
     }
 }
