@@ -43,7 +43,7 @@ use std::time::Duration;
 pub use config::{BudgetStats, RetryBudgetConfig};
 
 use crate::clock::{Clock, SharedClock, duration_to_nanos};
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, lock};
 
 const SCALE: u128 = 1_000_000_000;

@@ -39,11 +39,12 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use config::{BulkheadConfig, BulkheadFull, BulkheadStats};
+pub use crate::error::BulkheadFull;
+pub use config::{BulkheadConfig, BulkheadStats};
 pub use permit::{BulkheadPermit, OwnedBulkheadPermit, SharedBulkheadPermit};
 pub use queue::Acquire;
 
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::sync::{Arc, Mutex};
 use crate::timeout::SharedTimer;
 
@@ -160,11 +161,11 @@ impl Bulkhead {
     pub fn call<T, E>(
         &self,
         f: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, crate::pipeline::PolicyError<E>> {
+    ) -> Result<T, crate::error::PolicyError<E>> {
         let _permit = self
             .try_acquire()
-            .map_err(crate::pipeline::PolicyError::BulkheadFull)?;
-        f().map_err(crate::pipeline::PolicyError::Inner)
+            .map_err(crate::error::PolicyError::BulkheadFull)?;
+        f().map_err(crate::error::PolicyError::Inner)
     }
 
     /// Awaits `fut` in a slot, queueing as configured on `timer`.
@@ -172,12 +173,12 @@ impl Bulkhead {
         &self,
         timer: Option<&SharedTimer>,
         fut: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, crate::pipeline::PolicyError<E>> {
+    ) -> Result<T, crate::error::PolicyError<E>> {
         let _permit = self
             .acquire(timer, None)
             .await
-            .map_err(crate::pipeline::PolicyError::BulkheadFull)?;
-        fut.await.map_err(crate::pipeline::PolicyError::Inner)
+            .map_err(crate::error::PolicyError::BulkheadFull)?;
+        fut.await.map_err(crate::error::PolicyError::Inner)
     }
 
     /// Whether two handles share one bulkhead.

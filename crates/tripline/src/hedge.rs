@@ -34,7 +34,7 @@ pub use config::{HedgeConfig, HedgeDelay};
 use self::latency::Latencies;
 use crate::budget::RetryBudget;
 use crate::clock::{Clock, SharedClock};
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::sync::{Arc, Mutex, lock};
 use crate::timeout::{SharedTimer, Sleep};
 

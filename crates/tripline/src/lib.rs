@@ -62,6 +62,7 @@ pub mod classify;
 pub mod clock;
 #[cfg(not(loom))]
 pub mod cluster;
+pub mod error;
 pub mod fallback;
 pub mod hedge;
 #[cfg(not(loom))]
@@ -69,6 +70,7 @@ pub mod outlier;
 pub mod pipeline;
 pub mod registry;
 pub mod retry;
+mod retry_policy;
 pub(crate) mod sync;
 pub mod throttle;
 pub mod timeout;

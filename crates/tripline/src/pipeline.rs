@@ -67,17 +67,16 @@
 mod builder;
 mod call;
 mod call_async;
-mod error;
 mod logical;
 mod order;
 
 use std::fmt;
 use std::time::Duration;
 
+pub use crate::error::{CircuitOpen, PolicyConfigError, PolicyError};
 pub use builder::PipelineBuilder;
 pub use call::{Attempt, Call};
 pub use call_async::AsyncAttempt;
-pub use error::{CircuitOpen, PolicyConfigError, PolicyError};
 #[cfg(feature = "tower")]
 pub(crate) use logical::{Progress, Step};
 pub use order::{OrderWarning, Stage, check_order};
@@ -87,7 +86,7 @@ use crate::budget::RetryBudget;
 use crate::bulkhead::Bulkhead;
 use crate::classify::DefaultClassifier;
 use crate::clock::{Clock, SharedClock, Timestamp};
-use crate::retry::{RetryOnError, RetryPolicy, RetryStats};
+use crate::retry_policy::{RetryOnError, RetryPolicy, RetryStats};
 use crate::sync::Arc;
 use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer, TimeoutConfig};
 

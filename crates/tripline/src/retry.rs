@@ -23,22 +23,20 @@
 //! circuit breaker (an open breaker stops the loop and costs no budget)
 //! and finally the budget withdrawal itself.
 
-mod backoff;
-mod config;
-mod decision;
-mod policy;
-
 use std::fmt;
 use std::future::Future;
 
-pub use backoff::RetryBackoff;
-pub use config::{RetryConfig, RetryRefusal, RetryStats};
-pub use decision::{RetryClassifier, RetryDecision, RetryOnError};
-pub(crate) use policy::{Idempotency, RetryPolicy};
+pub(crate) use crate::retry_policy::Idempotency;
+use crate::retry_policy::RetryPolicy;
+pub use crate::retry_policy::{
+    RetryBackoff, RetryClassifier, RetryConfig, RetryDecision, RetryOnError, RetryRefusal,
+    RetryStats,
+};
 
 use crate::budget::RetryBudget;
 use crate::clock::SharedClock;
-use crate::pipeline::{AsyncAttempt, Attempt, Pipeline, PolicyConfigError, PolicyError};
+use crate::error::{PolicyConfigError, PolicyError};
+use crate::pipeline::{AsyncAttempt, Attempt, Pipeline, PipelineBuilder};
 use crate::timeout::SharedTimer;
 
 /// A retry policy: config, optional budget, seeded jitter and counters.
@@ -194,6 +192,16 @@ impl Retry {
     /// per-call options ([`Pipeline::request`]).
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+}
+
+/// The pipeline's side of sharing a standalone [`Retry`]. It lives here,
+/// with the facade, so that the pipeline never names `Retry`: the facade
+/// is built on the pipeline, not the other way round.
+impl PipelineBuilder {
+    /// Uses an existing [`Retry`]'s policy: its counters, jitter and budget.
+    pub fn share_retry(self, retry: &Retry) -> Self {
+        self.retry_policy(retry.policy().clone())
     }
 }
 

@@ -25,7 +25,6 @@
 mod deadline;
 mod timer;
 
-use std::fmt;
 use std::time::Duration;
 
 pub use deadline::{
@@ -37,67 +36,8 @@ pub use timer::{SharedTimer, Sleep, TimeoutFuture, Timer, timeout};
 #[cfg(feature = "tokio")]
 pub use timer::{TokioClock, TokioTimer};
 
-use crate::pipeline::PolicyConfigError;
-
-/// The per-attempt timeout fired: the attempt ran too long and was
-/// abandoned (async) or discarded (sync).
-///
-/// ```
-/// use std::time::Duration;
-/// use tripline::timeout::Timeout;
-/// assert_eq!(Timeout { after: Duration::from_millis(250) }.to_string(), "attempt timed out after 250ms");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Timeout {
-    /// The timeout that fired.
-    pub after: Duration,
-}
-
-impl fmt::Display for Timeout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "attempt timed out after {}",
-            humantime::format_duration(self.after)
-        )
-    }
-}
-
-impl std::error::Error for Timeout {}
-
-/// The overall deadline passed, or less than the floor was left to start:
-/// the result would reach nobody, so the call was not made (or abandoned).
-///
-/// ```
-/// use std::time::Duration;
-/// use tripline::timeout::DeadlineExceeded;
-/// let e = DeadlineExceeded { remaining: Duration::from_millis(3), floor: Duration::from_millis(10) };
-/// assert_eq!(e.to_string(), "deadline exceeded: 3ms left, below the 10ms floor");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DeadlineExceeded {
-    /// Budget left when the layer refused (zero once the deadline passed).
-    pub remaining: Duration,
-    /// The floor the remaining budget fell below.
-    pub floor: Duration,
-}
-
-impl fmt::Display for DeadlineExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.remaining.is_zero() {
-            f.write_str("deadline exceeded")
-        } else {
-            write!(
-                f,
-                "deadline exceeded: {} left, below the {} floor",
-                humantime::format_duration(self.remaining),
-                humantime::format_duration(self.floor)
-            )
-        }
-    }
-}
-
-impl std::error::Error for DeadlineExceeded {}
+use crate::error::PolicyConfigError;
+pub use crate::error::{DeadlineExceeded, Timeout};
 
 /// Per-attempt timeout, overall deadline and the fail-fast floor.
 ///

@@ -1,9 +1,8 @@
 //! A bulkhead's limits, its refusal and its counts.
 
-use std::fmt;
 use std::time::Duration;
 
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
 /// The limits of a [`Bulkhead`](super::Bulkhead).
 ///
@@ -66,33 +65,6 @@ impl BulkheadConfig {
         Ok(())
     }
 }
-
-/// The bulkhead had no free slot, and no queue place or wait time left.
-///
-/// ```
-/// use tripline::bulkhead::BulkheadFull;
-/// let e = BulkheadFull { max_concurrent: 4, queued: false };
-/// assert_eq!(e.to_string(), "bulkhead full: 4 calls in flight");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BulkheadFull {
-    /// The limit that was hit.
-    pub max_concurrent: u32,
-    /// Whether the call waited in the queue first (and timed out there).
-    pub queued: bool,
-}
-
-impl fmt::Display for BulkheadFull {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bulkhead full: {} calls in flight", self.max_concurrent)?;
-        if self.queued {
-            f.write_str(" (waited in queue until max_wait)")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for BulkheadFull {}
 
 /// Cumulative counts and current occupancy.
 ///

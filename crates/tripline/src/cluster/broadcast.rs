@@ -22,8 +22,8 @@ use std::task::Poll;
 use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::{Cluster, ClusterAttempt, Endpoint, EndpointId, Unavailable};
 use crate::breaker::Rejected;
+use crate::error::PolicyConfigError;
 use crate::outlier::check_percent;
-use crate::pipeline::PolicyConfigError;
 use crate::timeout::Deadline;
 
 /// How a [`Broadcast`] judges its results.

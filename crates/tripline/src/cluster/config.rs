@@ -9,8 +9,8 @@ use super::shared::Shared;
 use super::{Cluster, EndpointConfig, EndpointId};
 use crate::breaker::CircuitBreakerConfig;
 use crate::clock::{Clock, SharedClock};
+use crate::error::PolicyConfigError;
 use crate::outlier::{EventHub, HealthBook, OutlierConfig, OutlierDetector, check_percent};
-use crate::pipeline::PolicyConfigError;
 use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, Mutex};
 

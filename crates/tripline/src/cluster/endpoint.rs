@@ -11,8 +11,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 use crate::breaker::CircuitBreaker;
+use crate::error::PolicyConfigError;
 use crate::outlier::HostOutlier;
-use crate::pipeline::PolicyConfigError;
 use crate::sync::Arc;
 
 /// An endpoint's identity within its cluster (an instance id, `host:port`…).

@@ -235,7 +235,7 @@ impl<E> FailbackBuilder<E> {
     pub fn open(self) -> Result<Failback<E>, FailbackError> {
         self.config.validate()?;
         let Some(deliver) = self.deliver else {
-            return Err(crate::pipeline::PolicyConfigError::new(
+            return Err(crate::error::PolicyConfigError::new(
                 "failback",
                 "deliver",
                 "must be set: the function that delivers a payload",

@@ -38,7 +38,7 @@ use super::shared::Shared;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
 use crate::clock::Clock;
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::sync::Arc;
 use crate::timeout::SharedTimer;
 

@@ -32,7 +32,7 @@ use super::shared::check_deadline;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint, EndpointId};
 use crate::budget::RetryBudget;
 use crate::clock::Clock;
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer};
 
 /// How many endpoints a [`Forking`] call uses.

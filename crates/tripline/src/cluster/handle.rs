@@ -9,8 +9,8 @@ use super::endpoint::{Endpoint, EndpointConfig};
 use super::shared::Shared;
 use super::{Balancer, EndpointId, Lease, Unavailable};
 use crate::clock::SharedClock;
+use crate::error::PolicyConfigError;
 use crate::outlier::{ClusterEvent, ClusterSubscription, HubOwner, OutlierConfig};
-use crate::pipeline::PolicyConfigError;
 use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, lock};
 

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 use super::breakers::BreakerFamily;
 use super::endpoint::{Endpoint, EndpointConfig, EndpointId};
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
 /// One version of a cluster's endpoints, with the weight table.
 pub(crate) struct EndpointSet {

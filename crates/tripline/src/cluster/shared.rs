@@ -14,10 +14,10 @@ use super::set::EndpointSet;
 use super::{ClusterAttempt, Unavailable};
 use crate::breaker::Permit;
 use crate::clock::{Clock, SharedClock, Timestamp};
+use crate::error::PolicyConfigError;
 use crate::outlier::{
     self, Ctx, Detector, EventHub, HealthBook, HubOwner, OutlierDetector, streak_stats,
 };
-use crate::pipeline::PolicyConfigError;
 use crate::sync::{Arc, Mutex, lock};
 
 pub(crate) struct Shared {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
 /// When to send a hedge.
 ///

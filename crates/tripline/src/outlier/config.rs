@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
 /// How endpoints are judged and ejected (Envoy's
 /// `outlier_detection`). Every detector is optional: `None` switches it

@@ -8,7 +8,7 @@ use crate::breaker::{CircuitBreaker, ConfigWarning};
 use crate::budget::RetryBudget;
 use crate::bulkhead::Bulkhead;
 use crate::clock::SharedClock;
-use crate::retry::{Retry, RetryConfig, RetryPolicy};
+use crate::retry_policy::{RetryConfig, RetryPolicy};
 use crate::sync::Arc;
 use crate::timeout::{SharedTimer, TimeoutConfig};
 
@@ -33,12 +33,6 @@ impl PipelineBuilder {
     /// Retries with `config` (a fresh policy; see [`share_retry`](Self::share_retry)).
     pub fn retry(mut self, config: RetryConfig) -> Self {
         self.retry = Some(config);
-        self
-    }
-
-    /// Uses an existing [`Retry`]'s policy: its counters, jitter and budget.
-    pub fn share_retry(mut self, retry: &Retry) -> Self {
-        self.retry_policy = Some(retry.policy().clone());
         self
     }
 

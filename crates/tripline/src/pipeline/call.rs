@@ -19,7 +19,7 @@ use super::logical::{Logical, Step};
 use super::{Pipeline, PolicyError};
 use crate::classify::Classifier;
 use crate::clock::Clock;
-use crate::retry::{Idempotency, RetryClassifier};
+use crate::retry_policy::{Idempotency, RetryClassifier};
 use crate::timeout::Deadline;
 
 /// What an attempt knows about itself.
@@ -93,12 +93,12 @@ pub struct Call<'p, C, R> {
     pub(crate) idempotency: Idempotency,
 }
 
-impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry::RetryOnError> {
+impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry_policy::RetryOnError> {
     pub(crate) fn new(pipeline: &'p Pipeline) -> Self {
         Call {
             pipeline,
             classifier: crate::classify::DefaultClassifier,
-            retry_on: crate::retry::RetryOnError,
+            retry_on: crate::retry_policy::RetryOnError,
             deadline: None,
             idempotency: Idempotency::Configured,
         }

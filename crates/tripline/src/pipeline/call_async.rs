@@ -11,7 +11,7 @@ use super::{Call, PolicyError};
 use crate::bulkhead::SharedBulkheadPermit;
 use crate::classify::{Classifier, Outcome};
 use crate::clock::Clock;
-use crate::retry::RetryClassifier;
+use crate::retry_policy::RetryClassifier;
 use crate::timeout::{Deadline, DeadlineExceeded, timeout};
 
 /// What an async attempt knows about itself, and the bulkhead slot it runs in.

@@ -9,7 +9,7 @@ use super::{Inner, PolicyError};
 use crate::breaker::DetachedPermit;
 use crate::classify::Outcome;
 use crate::clock::{Clock, Timestamp, duration_to_nanos};
-use crate::retry::{Idempotency, RetryDecision, RetryRefusal};
+use crate::retry_policy::{Idempotency, RetryDecision, RetryRefusal};
 use crate::timeout::{Deadline, Timeout};
 
 /// What the loop does after an attempt.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::clock::{Clock, Timestamp, duration_to_nanos};
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::retry::RetryBackoff;
 
 /// When an accepted entry is made durable.

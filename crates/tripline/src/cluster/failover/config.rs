@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::cluster::balance::MAX_TRIED;
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::retry::RetryBackoff;
 
 /// How a [`Failover`](super::Failover) behaves.

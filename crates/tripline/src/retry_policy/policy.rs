@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{RetryConfig, RetryDecision, RetryRefusal, RetryStats};
 use crate::budget::RetryBudget;
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 use crate::sync::Arc;
 
 /// Whether one call may run twice, as the retry loop sees it.

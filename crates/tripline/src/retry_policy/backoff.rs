@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
 /// The wait between attempts.
 ///

@@ -1,17 +1,24 @@
-//! The pipeline's one error type and the policies' config error.
+//! The core's policy errors, in one module below every policy.
 //!
 //! A caller (and the on-call engineer after them) must be able to tell "a
 //! local policy refused" from "the dependency failed", and which policy
 //! refused and why: every variant of [`PolicyError`] but
 //! [`Inner`](PolicyError::Inner) is a local decision, with the data needed
 //! to act on it (`retry_after`, the remaining budget, the limit that was hit).
+//!
+//! Why here and not beside each policy: the pipeline's error names every
+//! policy's refusal, and every policy's fallible entry point returns the
+//! pipeline's error or its config error. With the types beside their
+//! policies, `budget`, `bulkhead`, `pipeline`, `retry` and `timeout`
+//! imported each other in one circle. Here they import only the breaker's
+//! state and the clock, and every policy imports them; each policy still
+//! re-exports its own refusal (`timeout::Timeout`, `bulkhead::BulkheadFull`,
+//! `pipeline::PolicyError`, …), so the public paths are unchanged.
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::breaker::{Rejected, State};
-use crate::bulkhead::BulkheadFull;
-use crate::timeout::{DeadlineExceeded, Timeout};
 
 /// A policy config value that can never work, naming the policy, the field
 /// and the constraint.
@@ -194,3 +201,90 @@ impl<E: std::error::Error + 'static> std::error::Error for PolicyError<E> {
         }
     }
 }
+
+/// The bulkhead had no free slot, and no queue place or wait time left.
+///
+/// ```
+/// use tripline::bulkhead::BulkheadFull;
+/// let e = BulkheadFull { max_concurrent: 4, queued: false };
+/// assert_eq!(e.to_string(), "bulkhead full: 4 calls in flight");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BulkheadFull {
+    /// The limit that was hit.
+    pub max_concurrent: u32,
+    /// Whether the call waited in the queue first (and timed out there).
+    pub queued: bool,
+}
+
+impl fmt::Display for BulkheadFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bulkhead full: {} calls in flight", self.max_concurrent)?;
+        if self.queued {
+            f.write_str(" (waited in queue until max_wait)")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BulkheadFull {}
+
+/// The per-attempt timeout fired: the attempt ran too long and was
+/// abandoned (async) or discarded (sync).
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::Timeout;
+/// assert_eq!(Timeout { after: Duration::from_millis(250) }.to_string(), "attempt timed out after 250ms");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Timeout {
+    /// The timeout that fired.
+    pub after: Duration,
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "attempt timed out after {}",
+            humantime::format_duration(self.after)
+        )
+    }
+}
+
+impl std::error::Error for Timeout {}
+
+/// The overall deadline passed, or less than the floor was left to start:
+/// the result would reach nobody, so the call was not made (or abandoned).
+///
+/// ```
+/// use std::time::Duration;
+/// use tripline::timeout::DeadlineExceeded;
+/// let e = DeadlineExceeded { remaining: Duration::from_millis(3), floor: Duration::from_millis(10) };
+/// assert_eq!(e.to_string(), "deadline exceeded: 3ms left, below the 10ms floor");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeadlineExceeded {
+    /// Budget left when the layer refused (zero once the deadline passed).
+    pub remaining: Duration,
+    /// The floor the remaining budget fell below.
+    pub floor: Duration,
+}
+
+impl fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.remaining.is_zero() {
+            f.write_str("deadline exceeded")
+        } else {
+            write!(
+                f,
+                "deadline exceeded: {} left, below the {} floor",
+                humantime::format_duration(self.remaining),
+                humantime::format_duration(self.floor)
+            )
+        }
+    }
+}
+
+impl std::error::Error for DeadlineExceeded {}

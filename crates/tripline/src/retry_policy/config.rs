@@ -3,9 +3,9 @@
 use std::fmt;
 
 use super::RetryBackoff;
-use crate::pipeline::PolicyConfigError;
+use crate::error::PolicyConfigError;
 
-/// How a [`Retry`](super::Retry) behaves.
+/// How a [`Retry`](crate::retry::Retry) behaves.
 ///
 /// ```
 /// use tripline::retry::RetryConfig;
