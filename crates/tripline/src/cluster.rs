@@ -56,6 +56,7 @@ pub(crate) mod balance;
 mod breakers;
 mod broadcast;
 mod config;
+mod eject;
 pub(crate) mod endpoint;
 mod error;
 mod failback;
@@ -65,15 +66,16 @@ mod failsafe;
 mod forking;
 mod handle;
 mod lease;
-mod outcome;
 pub(crate) mod set;
 mod shared;
 
+pub use crate::endpoint::EndpointId;
+pub use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier, EndpointOutcome};
 pub use balance::Balancer;
 pub use breakers::MAX_ENDPOINTS;
 pub use broadcast::{Broadcast, BroadcastConfig, BroadcastError, BroadcastReport, EndpointFailure};
 pub use config::{ClusterBuilder, ClusterConfig};
-pub use endpoint::{Endpoint, EndpointConfig, EndpointId};
+pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ClusterError, Unavailable};
 pub use failback::{
     CorruptTail, DeliveryReport, Failback, FailbackBuilder, FailbackConfig, FailbackError,
@@ -85,4 +87,3 @@ pub use failsafe::{Failsafe, FailsafeStats};
 pub use forking::{Forking, ForkingConfig};
 pub use handle::{Cluster, ClusterHealth, ClusterStrategy};
 pub use lease::{ClusterAttempt, Lease};
-pub use outcome::{DefaultEndpointClassifier, EndpointClassifier, EndpointOutcome};

@@ -62,6 +62,8 @@ pub mod classify;
 pub mod clock;
 #[cfg(not(loom))]
 pub mod cluster;
+#[cfg(not(loom))]
+mod endpoint;
 pub mod error;
 pub mod fallback;
 pub mod hedge;

@@ -75,24 +75,21 @@
 //! microseconds (`benches/README.md`). [`Cluster::analyze`](crate::cluster::Cluster::analyze)
 //! runs one on demand (tests, or your own timer for idle clusters).
 
-mod analysis;
 mod config;
-mod eject;
 mod event;
-mod host;
+pub(crate) mod host;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use config::{ConsecutiveConfig, FailurePercentageConfig, OutlierConfig, SuccessRateConfig};
-pub use eject::ejection_cap;
+pub use config::{
+    ConsecutiveConfig, FailurePercentageConfig, OutlierConfig, SuccessRateConfig, ejection_cap,
+};
 pub use event::{
     ClusterEvent, ClusterEventKind, ClusterSubscription, Detector, DetectorStats, PanicStats,
     SkipReason,
 };
 
-pub(crate) use analysis::analyze;
 pub(crate) use config::check_percent;
-pub(crate) use eject::{Ctx, HealthBook, streak_stats};
 pub(crate) use event::{EventHub, HubOwner};
 pub use host::OutlierCounts;
 pub(crate) use host::{HostOutlier, Thresholds};

@@ -19,9 +19,9 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::{Cluster, ClusterAttempt, Endpoint, EndpointId, Unavailable};
 use crate::breaker::Rejected;
+use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::error::PolicyConfigError;
 use crate::outlier::check_percent;
 use crate::timeout::Deadline;

@@ -4,13 +4,14 @@ use std::sync::atomic::AtomicBool;
 
 use super::balance::{BalanceState, Balancer};
 use super::breakers::BreakerFamily;
+use super::eject::HealthBook;
 use super::set::{EndpointSet, breaker_error, validate_endpoints};
 use super::shared::Shared;
 use super::{Cluster, EndpointConfig, EndpointId};
 use crate::breaker::CircuitBreakerConfig;
 use crate::clock::{Clock, SharedClock};
 use crate::error::PolicyConfigError;
-use crate::outlier::{EventHub, HealthBook, OutlierConfig, OutlierDetector, check_percent};
+use crate::outlier::{EventHub, OutlierConfig, OutlierDetector, check_percent};
 use crate::registry::BreakerRegistry;
 use crate::sync::{Arc, Mutex};
 

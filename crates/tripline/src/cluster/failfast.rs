@@ -10,10 +10,10 @@
 use std::future::Future;
 
 use super::balance::NONE_TRIED;
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::shared::check_deadline;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::clock::Clock;
+use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::timeout::Deadline;
 
 /// The failfast strategy over a cluster.

@@ -33,11 +33,11 @@ pub use config::{FailoverConfig, FailoverStats};
 
 use self::config::Counters;
 use self::run::{Run, Step};
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::shared::Shared;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
 use crate::clock::Clock;
+use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::error::PolicyConfigError;
 use crate::sync::Arc;
 use crate::timeout::SharedTimer;

@@ -12,8 +12,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint, Failfast};
+use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::fallback::{Degraded, FallbackSource, Served};
 use crate::sync::Arc;
 

@@ -27,11 +27,11 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use super::balance::{MAX_TRIED, Tried};
-use super::outcome::{DefaultEndpointClassifier, EndpointClassifier};
 use super::shared::check_deadline;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint, EndpointId};
 use crate::budget::RetryBudget;
 use crate::clock::Clock;
+use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::error::PolicyConfigError;
 use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer};
 

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::balance::{self, Tried};
-use super::outcome::EndpointOutcome;
 use super::{Cluster, Endpoint, EndpointId, Unavailable};
 use crate::breaker::OwnedPermit;
 use crate::clock::{Clock, Timestamp};
+use crate::endpoint::EndpointOutcome;
 use crate::timeout::Deadline;
 
 impl Cluster {

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::breakers::BreakerFamily;
-use super::endpoint::{Endpoint, EndpointConfig, EndpointId};
+use super::endpoint::{Endpoint, EndpointConfig};
+use crate::endpoint::EndpointId;
 use crate::error::PolicyConfigError;
 
 /// One version of a cluster's endpoints, with the weight table.

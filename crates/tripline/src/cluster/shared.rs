@@ -8,16 +8,15 @@ use arc_swap::ArcSwap;
 
 use super::balance::{self, BalanceState, Balancer, Tried};
 use super::breakers::BreakerFamily;
+use super::eject::{self, Ctx, HealthBook, streak_stats};
 use super::endpoint::{Endpoint, EndpointConfig, InFlight, UNHEALTHY};
-use super::outcome::{EndpointClassifier, EndpointOutcome};
 use super::set::EndpointSet;
 use super::{ClusterAttempt, Unavailable};
 use crate::breaker::Permit;
 use crate::clock::{Clock, SharedClock, Timestamp};
+use crate::endpoint::{EndpointClassifier, EndpointOutcome};
 use crate::error::PolicyConfigError;
-use crate::outlier::{
-    self, Ctx, Detector, EventHub, HealthBook, HubOwner, OutlierDetector, streak_stats,
-};
+use crate::outlier::{Detector, EventHub, HubOwner, OutlierDetector};
 use crate::sync::{Arc, Mutex, lock};
 
 pub(crate) struct Shared {
@@ -92,7 +91,7 @@ impl Shared {
             // also hold: the book's counts always describe this set.
             let mut book = lock(&self.health);
             let set = self.set.load();
-            outlier::analyze(&o.config, &mut book, &set, &mut ctx);
+            eject::analyze(&o.config, &mut book, &set, &mut ctx);
         }
         self.events.emit(&ctx.events);
     }

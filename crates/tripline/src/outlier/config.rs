@@ -335,3 +335,27 @@ fn positive(field: &'static str, v: u32) -> Result<(), PolicyConfigError> {
     }
     Ok(())
 }
+
+/// Most endpoints that may be ejected at once: `⌊total × percent / 100⌋`,
+/// at least one with `always_eject_one`.
+///
+/// ```text
+/// total  10 %  50 %  100 %
+///   2     0     1     2
+///   3     0     1     3
+///  10     1     5    10
+/// ```
+///
+/// ```
+/// use tripline::outlier::ejection_cap;
+/// assert_eq!(ejection_cap(3, 50, false), 1); // 1.5 rounds down
+/// assert_eq!(ejection_cap(3, 10, true), 1);  // 0, but one is allowed
+/// ```
+pub fn ejection_cap(total: usize, max_ejection_percent: u32, always_eject_one: bool) -> usize {
+    let cap = (total as u128 * u128::from(max_ejection_percent.min(100)) / 100) as usize;
+    if always_eject_one && total > 0 {
+        cap.max(1)
+    } else {
+        cap
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::cluster::EndpointId;
+use crate::endpoint::EndpointId;
 use crate::sync::{Mutex, lock};
 
 /// The detector behind an ejection.

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::Detector;
-use crate::cluster::EndpointOutcome;
+use crate::endpoint::EndpointOutcome;
 
 /// Consecutive-error streak counters, by detector.
 pub(crate) const STREAK_FAILURES: usize = 0;

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::clock::{Clock, Timestamp};
 use crate::cluster::balance::NONE_TRIED;
-use crate::cluster::outcome::DefaultEndpointClassifier;
 use crate::cluster::{Cluster, ClusterAttempt};
+use crate::endpoint::DefaultEndpointClassifier;
 use crate::sync::{Arc, lock};
 use crate::timeout::SharedTimer;
 

@@ -9,10 +9,10 @@ use super::Inner;
 use super::config::Stop;
 use crate::clock::{Clock, Timestamp};
 use crate::cluster::balance::Tried;
-use crate::cluster::outcome::EndpointOutcome;
 use crate::cluster::set::EndpointSet;
 use crate::cluster::shared::{Shared, check_deadline};
 use crate::cluster::{ClusterAttempt, ClusterError, Endpoint, EndpointId};
+use crate::endpoint::EndpointOutcome;
 use crate::timeout::Deadline;
 
 /// What the loop does after an attempt.

@@ -1,10 +1,10 @@
 //! The interval analysis pass: returns, multiplier decay, and the
 //! success-rate and failure-percentage detectors.
 
-use super::eject::{Ctx, HealthBook};
-use super::host::{EXT_FAIL, EXT_TOTAL, LOCAL_FAIL, LOCAL_TOTAL};
-use super::{Detector, DetectorStats, OutlierConfig};
+use super::{Ctx, HealthBook};
 use crate::cluster::set::EndpointSet;
+use crate::outlier::host::{EXT_FAIL, EXT_TOTAL, LOCAL_FAIL, LOCAL_TOTAL};
+use crate::outlier::{Detector, DetectorStats, OutlierConfig};
 
 /// One analysis pass over `set`. No allocation once the book's scratch
 /// vectors have grown to the cluster's size.

@@ -1,17 +1,29 @@
 //! Ejection, return and panic mode: the health book of one cluster, kept
-//! under its health lock.
+//! under its health lock, and the analysis pass that fills it.
+//!
+//! This is the outlier detector acting on the cluster's endpoints, so it
+//! lives in the cluster: [`crate::outlier`] holds what the detector is
+//! (config, per-host counters, events) and knows no cluster type, and the
+//! cluster imports it. Before, this code sat in `outlier` and reached back
+//! into the cluster's endpoint set, so each imported the other.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{ClusterEvent, ClusterEventKind, Detector, DetectorStats, OutlierConfig, PanicStats};
-use super::{SkipReason, host};
 use crate::clock::Timestamp;
 use crate::cluster::Endpoint;
 use crate::cluster::balance::mix;
 use crate::cluster::endpoint::{EJECTED, UNHEALTHY};
 use crate::cluster::set::EndpointSet;
+use crate::outlier::{
+    ClusterEvent, ClusterEventKind, Detector, DetectorStats, OutlierConfig, PanicStats, SkipReason,
+    ejection_cap, host,
+};
+
+mod analysis;
+
+pub(crate) use analysis::analyze;
 
 /// What a health decision needs besides the book: where to write.
 pub(crate) struct Ctx<'a> {
@@ -49,30 +61,6 @@ pub(crate) struct HealthBook {
     pub(crate) counts: Vec<[u64; 4]>,
     /// Candidates of one detector: (rate, position, requests).
     pub(crate) candidates: Vec<(f64, usize, u64)>,
-}
-
-/// Most endpoints that may be ejected at once: `⌊total × percent / 100⌋`,
-/// at least one with `always_eject_one`.
-///
-/// ```text
-/// total  10 %  50 %  100 %
-///   2     0     1     2
-///   3     0     1     3
-///  10     1     5    10
-/// ```
-///
-/// ```
-/// use tripline::outlier::ejection_cap;
-/// assert_eq!(ejection_cap(3, 50, false), 1); // 1.5 rounds down
-/// assert_eq!(ejection_cap(3, 10, true), 1);  // 0, but one is allowed
-/// ```
-pub fn ejection_cap(total: usize, max_ejection_percent: u32, always_eject_one: bool) -> usize {
-    let cap = (total as u128 * u128::from(max_ejection_percent.min(100)) / 100) as usize;
-    if always_eject_one && total > 0 {
-        cap.max(1)
-    } else {
-        cap
-    }
 }
 
 impl HealthBook {
