@@ -50,6 +50,7 @@ mod fallback;
 mod hedge;
 mod order;
 mod pipeline;
+mod ready;
 mod retry;
 mod timeout;
 

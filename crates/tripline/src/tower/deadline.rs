@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{BoxError, BoxFuture, NotReady};
+use super::ready::Readiness;
+use super::{BoxError, BoxFuture};
 use crate::clock::{Clock, SharedClock};
 use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer, timeout};
 
@@ -116,7 +117,7 @@ impl<S> Layer<S> for DeadlineLayer {
         DeadlineService {
             inner,
             layer: self.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -126,7 +127,7 @@ impl<S> Layer<S> for DeadlineLayer {
 pub struct DeadlineService<S> {
     inner: S,
     layer: DeadlineLayer,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone> Clone for DeadlineService<S> {
@@ -135,7 +136,7 @@ impl<S: Clone> Clone for DeadlineService<S> {
         DeadlineService {
             inner: self.inner.clone(),
             layer: self.layer.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -152,14 +153,12 @@ where
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
-        if !std::mem::take(&mut self.ready) {
-            return Box::pin(async { Err(Box::new(NotReady { layer: "deadline" }) as BoxError) });
+        if let Err(not_ready) = self.ready.take("deadline") {
+            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
         }
         let l = &self.layer;
         let now = l.clock.now();

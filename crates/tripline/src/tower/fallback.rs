@@ -1,11 +1,12 @@
 //! `FallbackLayer`: degraded values, marked, instead of errors.
 
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{BoxError, BoxFuture, NotReady, box_error, policy_error};
+use super::ready::Readiness;
+use super::{BoxError, BoxFuture, box_error, policy_error};
 use crate::fallback::{Fallback, Served};
 
 /// Turns errors into fallback values per a [`Fallback`] over
@@ -62,7 +63,7 @@ impl<S, T> Layer<S> for FallbackLayer<T> {
         FallbackService {
             inner,
             fallback: self.fallback.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -71,7 +72,7 @@ impl<S, T> Layer<S> for FallbackLayer<T> {
 pub struct FallbackService<S, T> {
     inner: S,
     fallback: Fallback<T, BoxError>,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone, T> Clone for FallbackService<S, T> {
@@ -80,7 +81,7 @@ impl<S: Clone, T> Clone for FallbackService<S, T> {
         FallbackService {
             inner: self.inner.clone(),
             fallback: self.fallback.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -105,14 +106,12 @@ where
     type Future = BoxFuture<Result<Served<T>, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        if !std::mem::take(&mut self.ready) {
-            return Box::pin(async { Err(Box::new(NotReady { layer: "fallback" }) as BoxError) });
+        if let Err(not_ready) = self.ready.take("fallback") {
+            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
         }
         let fut = self.inner.call(req);
         let fallback = self.fallback.clone();

@@ -1,12 +1,13 @@
 //! `HedgeLayer`: hedged requests around a tower service.
 
 use std::future::poll_fn;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{BoxError, BoxFuture, NotReady};
+use super::ready::Readiness;
+use super::{BoxError, BoxFuture};
 use crate::hedge::Hedge;
 
 /// Sends hedges per a [`Hedge`] policy; the first success wins and the
@@ -55,7 +56,7 @@ impl<S> Layer<S> for HedgeLayer {
         HedgeService {
             inner,
             hedge: self.hedge.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -65,7 +66,7 @@ impl<S> Layer<S> for HedgeLayer {
 pub struct HedgeService<S> {
     inner: S,
     hedge: Hedge,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone> Clone for HedgeService<S> {
@@ -74,7 +75,7 @@ impl<S: Clone> Clone for HedgeService<S> {
         HedgeService {
             inner: self.inner.clone(),
             hedge: self.hedge.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -92,14 +93,12 @@ where
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        if !std::mem::take(&mut self.ready) {
-            return Box::pin(async { Err(Box::new(NotReady { layer: "hedge" }) as BoxError) });
+        if let Err(not_ready) = self.ready.take("hedge") {
+            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
         }
         let proto = self.inner.clone();
         let first = std::mem::replace(&mut self.inner, proto.clone());

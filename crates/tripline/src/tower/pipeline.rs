@@ -8,6 +8,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::ready::Readiness;
 use super::retry::{AsConfigured, RequestIdempotency};
 use super::{BoxError, IgnoreLocalRejections, NotReady, box_error};
 use crate::bulkhead::{Acquire, OwnedBulkheadPermit};
@@ -117,7 +118,7 @@ impl<S, C: Clone, R: Clone, I: Clone> Layer<S> for PipelineLayer<C, R, I> {
         PipelineService {
             inner,
             layer: self.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -127,7 +128,7 @@ impl<S, C: Clone, R: Clone, I: Clone> Layer<S> for PipelineLayer<C, R, I> {
 pub struct PipelineService<S, C, R, I> {
     inner: S,
     layer: PipelineLayer<C, R, I>,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone, C: Clone, R: Clone, I: Clone> Clone for PipelineService<S, C, R, I> {
@@ -136,7 +137,7 @@ impl<S: Clone, C: Clone, R: Clone, I: Clone> Clone for PipelineService<S, C, R, 
         PipelineService {
             inner: self.inner.clone(),
             layer: self.layer.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -155,13 +156,11 @@ where
     type Future = ResponseFuture<S, Req, C, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        let stage = if std::mem::take(&mut self.ready) {
+        let stage = if self.ready.take("pipeline").is_ok() {
             Stage::Start
         } else {
             Stage::NotReady

@@ -1,14 +1,14 @@
 //! `RetryLayer`: retries with budget, backoff, pushback and idempotency.
 
 use std::future::poll_fn;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::ready::Readiness;
 use super::{
-    BoxError, BoxFuture, BudgetExhausted, CircuitOpen, IN_RETRY, Marked, NotReady,
-    is_local_rejection,
+    BoxError, BoxFuture, BudgetExhausted, CircuitOpen, IN_RETRY, Marked, is_local_rejection,
 };
 use crate::clock::Clock;
 use crate::retry::{
@@ -129,7 +129,7 @@ impl<S, R: Clone, I: Clone> Layer<S> for RetryLayer<R, I> {
         RetryService {
             inner,
             layer: self.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -139,7 +139,7 @@ impl<S, R: Clone, I: Clone> Layer<S> for RetryLayer<R, I> {
 pub struct RetryService<S, R, I> {
     inner: S,
     layer: RetryLayer<R, I>,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone, R: Clone, I: Clone> Clone for RetryService<S, R, I> {
@@ -148,7 +148,7 @@ impl<S: Clone, R: Clone, I: Clone> Clone for RetryService<S, R, I> {
         RetryService {
             inner: self.inner.clone(),
             layer: self.layer.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -168,14 +168,12 @@ where
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        if !std::mem::take(&mut self.ready) {
-            return Box::pin(async { Err(Box::new(NotReady { layer: "retry" }) as BoxError) });
+        if let Err(not_ready) = self.ready.take("retry") {
+            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
         }
         let clone = self.inner.clone();
         let mut svc = std::mem::replace(&mut self.inner, clone);

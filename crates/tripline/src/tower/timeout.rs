@@ -8,6 +8,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::ready::Readiness;
 use super::{BoxError, NotReady};
 use crate::timeout::{SharedTimer, TimeoutFuture, timeout};
 
@@ -62,7 +63,7 @@ impl<S> Layer<S> for TimeoutLayer {
             inner,
             after: self.after,
             timer: self.timer.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -72,7 +73,7 @@ pub struct TimeoutService<S> {
     inner: S,
     after: Duration,
     timer: SharedTimer,
-    ready: bool,
+    ready: Readiness,
 }
 
 impl<S: Clone> Clone for TimeoutService<S> {
@@ -82,7 +83,7 @@ impl<S: Clone> Clone for TimeoutService<S> {
             inner: self.inner.clone(),
             after: self.after,
             timer: self.timer.clone(),
-            ready: false,
+            ready: Readiness::default(),
         }
     }
 }
@@ -105,16 +106,14 @@ where
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        ready!(self.inner.poll_ready(cx)).map_err(Into::into)?;
-        self.ready = true;
-        Poll::Ready(Ok(()))
+        self.ready.poll(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        if !std::mem::take(&mut self.ready) {
+        if let Err(not_ready) = self.ready.take("timeout") {
             return ResponseFuture {
                 fut: None,
-                error: Some(Box::new(NotReady { layer: "timeout" })),
+                error: Some(Box::new(not_ready)),
             };
         }
         ResponseFuture {
