@@ -194,6 +194,21 @@ pub struct ProxySection {
     /// `x-tripline-rejected: client_timeout` if no answer has begun.
     #[serde(with = "tripline::clock::duration_serde")]
     pub client_body_timeout: Duration,
+    /// How fine the latency histograms are: `"cluster"` (per route and
+    /// per cluster) or `"endpoint"` (also per endpoint: a series set per
+    /// endpoint, for finding the slow one).
+    pub metrics_detail: MetricsDetail,
+}
+
+/// How fine the proxy's latency histograms are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricsDetail {
+    /// Per route and per cluster.
+    #[default]
+    Cluster,
+    /// Per endpoint too.
+    Endpoint,
 }
 
 /// The largest `[proxy] max_header_bytes` accepted: a head larger than
@@ -220,6 +235,7 @@ impl Default for ProxySection {
             envoy_compat: false,
             max_header_bytes: 64 * 1024,
             client_body_timeout: Duration::from_secs(60),
+            metrics_detail: MetricsDetail::Cluster,
         }
     }
 }

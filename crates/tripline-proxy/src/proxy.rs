@@ -21,9 +21,10 @@ use crate::data::Ctx;
 use crate::data::access_log::AccessLog;
 use crate::http::drain::DrainSwitch;
 use crate::table::fault::{Dice, Faults};
+use crate::table::latency::LatencyFamilies;
 use crate::table::metrics::ProxyMetrics;
 use crate::table::overflow::Overflow;
-use crate::table::{Table, build_clusters, build_routes};
+use crate::table::{RouteShared, Table, build_clusters, build_routes};
 
 pub mod explain;
 pub(crate) mod runtime;
@@ -104,15 +105,24 @@ impl ProxyBuilder {
         let clusters = build_clusters(&config, &clock, |_| None)?;
         let overflow_counts = prometheus_client::metrics::family::Family::default();
         let overflows = Overflow::for_clusters(&config, &overflow_counts, |_| None);
-        let routes = build_routes(&config, &clusters, &upstreams, &clock, applier, &overflows)?;
+        let latency = LatencyFamilies::default();
+        let shared = RouteShared {
+            overflows: &overflows,
+            latency: &latency,
+        };
+        let routes = build_routes(&config, &clusters, &upstreams, &clock, applier, shared)?;
         let dice = self.fault_seed.map_or_else(Dice::unseeded, Dice::seeded);
         let faults = Arc::new(Faults::new(&config, clock.clone(), dice));
         let access_log = AccessLog::new(&config.access_log);
         let admin = AdminState::build(&config)?;
         let discovery = Discoveries::default();
         let health = crate::control::health::Health::default();
-        let metrics =
-            ProxyMetrics::build(&routes, &clusters, overflow_counts, |registry, prefix| {
+        let metrics = ProxyMetrics::build(
+            &routes,
+            &clusters,
+            overflow_counts,
+            latency,
+            |registry, prefix| {
                 faults.register(registry, prefix);
                 discovery.register(registry, prefix);
                 health.register(registry, prefix);
@@ -121,7 +131,8 @@ impl ProxyBuilder {
                 if let Some(source) = &config_source {
                     source.register(registry);
                 }
-            })?;
+            },
+        )?;
         let metrics = Arc::new(metrics);
         let counters = metrics.route_counters(&routes);
         let table = Table {

@@ -11,6 +11,7 @@ use tripline_config::Applier;
 
 use crate::config::{ConfigError, ProxyConfig};
 use crate::table::fallback::{Kind, RouteFallback};
+use crate::table::latency::LatencyFamilies;
 use crate::table::metrics::RouteCounters;
 use crate::table::overflow::Overflow;
 use crate::table::route::Route;
@@ -20,6 +21,7 @@ pub mod fallback;
 pub mod fault;
 pub(crate) mod guard;
 pub mod keyed_breaker;
+pub(crate) mod latency;
 pub mod metrics;
 pub(crate) mod overflow;
 pub(crate) mod ratelimit;
@@ -70,6 +72,14 @@ pub(crate) fn build_clusters(
     Ok(clusters)
 }
 
+/// What the routes of a table share beyond their clusters: each
+/// cluster's overflow limits, and the proxy's latency histograms.
+#[derive(Clone, Copy)]
+pub(crate) struct RouteShared<'a> {
+    pub(crate) overflows: &'a HashMap<String, Arc<Overflow>>,
+    pub(crate) latency: &'a LatencyFamilies,
+}
+
 /// Builds every route of `config` over `clusters` and their clients, with
 /// fresh policies; `shadow` is the config source's applier, the hook the
 /// routes feed shadow twins through (`None` without a config source).
@@ -79,7 +89,7 @@ pub(crate) fn build_routes(
     upstreams: &BTreeMap<String, ClusterUpstream>,
     clock: &SharedClock,
     shadow: Option<&Applier>,
-    overflows: &HashMap<String, Arc<Overflow>>,
+    shared: RouteShared<'_>,
 ) -> Result<Vec<Route>, ConfigError> {
     let mut routes = Vec::with_capacity(config.routes.len());
     for (i, section) in config.routes.iter().enumerate() {
@@ -95,7 +105,12 @@ pub(crate) fn build_routes(
         let mut route = Route::build(&at, section, cluster, upstream, clock)?;
         route.guard.fallback = RouteFallback::build(&at, section, clusters, upstreams, clock)?;
         route.shadow = shadow.cloned();
-        route.overflow = overflows.get(&section.cluster).cloned();
+        route.overflow = shared.overflows.get(&section.cluster).cloned();
+        route.latency = Some(shared.latency.for_route(
+            &section.name,
+            &section.cluster,
+            config.proxy.metrics_detail,
+        ));
         if let Some(fallback) = &mut route.guard.fallback
             && let Kind::Cluster(secondary) = &mut fallback.kind
         {

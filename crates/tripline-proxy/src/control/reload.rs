@@ -60,7 +60,7 @@ use crate::config::{ClusterSection, ConfigError, ProxyConfig};
 use crate::control::Control;
 use crate::table::keyed_breaker::KeyedBreaker;
 use crate::table::overflow::Overflow;
-use crate::table::{Table, build_clusters, build_routes};
+use crate::table::{RouteShared, Table, build_clusters, build_routes};
 
 /// What a reload changed, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -161,13 +161,17 @@ impl Control {
             let route = old.routes.iter().find(|r| r.cluster.name() == name)?;
             route.overflow.clone()
         });
+        let shared = RouteShared {
+            overflows: &overflows,
+            latency: &inner.metrics.latency,
+        };
         let mut routes = build_routes(
             &config,
             &clusters,
             &upstreams,
             &inner.clock,
             applier,
-            &overflows,
+            shared,
         )?;
         let mut reconfigure = Vec::new();
         for (route, section) in routes.iter_mut().zip(&config.routes) {
@@ -234,6 +238,13 @@ impl Control {
                 inner.metrics.forget_route(&r.name);
             }
         }
+        for name in old.clusters.keys() {
+            if !clusters.contains_key(name) {
+                inner.metrics.latency.forget_cluster(name);
+            }
+        }
+        // Endpoints may have left: their series come back on their next try.
+        inner.metrics.latency.forget_endpoints();
         self.follow_in_exporter(&old, &routes, &clusters, &report);
         let counters = inner.metrics.route_counters(&routes);
         report.restart_required = restart_required(&inner.config, &config);

@@ -419,14 +419,19 @@ impl Finish {
         // was left — the failures behind an `NH` reached the route breaker
         // already, as the answers of the tries that opened the endpoints'
         // breakers).
+        let latency = route.latency.as_ref().map(|l| l.request.clone());
         let settle_route = move |outcome: Option<EndpointOutcome>| {
-            if let Some(permit) = route_permit {
+            // One clock reading for the histogram and the breaker alike.
+            let took = (route_permit.is_some() || latency.is_some()).then(|| elapsed(start));
+            if let (Some(latency), Some(took)) = (&latency, took) {
+                latency.observe(took);
+            }
+            if let (Some(permit), Some(took)) = (route_permit, took) {
                 let outcome = match outcome {
                     None => Outcome::Ignored,
                     Some(EndpointOutcome::Ignored) => Outcome::Success,
                     Some(o) => o.breaker_outcome(),
                 };
-                let took = elapsed(start);
                 permit.record(outcome, took);
                 if let Some(shadow) = shadow {
                     shadow.observe(outcome, took);

@@ -52,6 +52,7 @@ use tripline_prometheus::{Detail, Exporter};
 use crate::config::{ConfigError, FALLBACK_CAUSES};
 use crate::http::rejection::DEGRADED_HEADER;
 use crate::http::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
+use crate::table::latency::LatencyFamilies;
 use crate::table::route::Route;
 
 pub(crate) type Labels = Vec<(&'static str, String)>;
@@ -82,6 +83,8 @@ pub(crate) struct ProxyMetrics {
     /// Requests, retries and tries refused by a cluster's overflow limits,
     /// by cluster and limit (see [`crate::table::overflow`]).
     pub(crate) overflow: Family<Labels, Counter>,
+    /// The latency histograms (see [`crate::table::latency`]).
+    pub(crate) latency: LatencyFamilies,
 }
 
 /// Counters of one route, created up front so the request path only adds.
@@ -99,6 +102,7 @@ impl ProxyMetrics {
         routes: &[Route],
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
         overflow: Family<Labels, Counter>,
+        latency: LatencyFamilies,
         extras: impl FnOnce(&mut Registry, &str),
     ) -> Result<ProxyMetrics, ConfigError> {
         let exporter = Exporter::default();
@@ -174,9 +178,11 @@ impl ProxyMetrics {
             "Requests, retries and tries refused by a cluster's overflow limits (UO), by cluster and limit",
             overflow.clone(),
         );
+        latency.register(&mut registry, prefix);
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {
             overflow,
+            latency,
             handler: MetricsHandler::with_registry(Arc::new(registry)),
             exporter,
             requests,
@@ -199,6 +205,7 @@ impl ProxyMetrics {
 
     /// Drops the series of a route a reload removed.
     pub(crate) fn forget_route(&self, route: &str) {
+        self.latency.forget_route(route);
         for class in CLASSES {
             self.requests.remove(&vec![
                 ("route", route.to_string()),

@@ -44,6 +44,9 @@ pub(crate) struct Route {
     /// when it sets none (one branch on the request path). Set when the
     /// table is built.
     pub(crate) overflow: Option<Arc<crate::table::overflow::Overflow>>,
+    /// The route's latency histograms (its requests, its cluster's tries);
+    /// set when the table is built (`None` on a fallback's secondary).
+    pub(crate) latency: Option<crate::table::latency::RouteLatency>,
 }
 
 /// A route's match, parsed once.
@@ -141,6 +144,7 @@ impl Route {
                 .collect(),
             shadow: None,
             overflow: None,
+            latency: None,
         })
     }
 

@@ -29,6 +29,7 @@ mod hostile;
 mod http1_answers;
 mod http1_serving;
 mod keyed_breakers;
+mod latency;
 mod log_lines;
 mod metrics;
 mod mtls;

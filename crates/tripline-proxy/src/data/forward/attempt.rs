@@ -223,16 +223,18 @@ pub(super) async fn send(
     // The endpoint's own limit (`endpoint_limits`), waited for in its
     // queue; a refusal is the proxy's own and releases the lease unrecorded.
     let slot = match &route.overflow {
-        Some(o) => match o
-            .admit_try(lease.endpoint().id().as_str(), limits.until())
-            .await
-        {
-            Ok(slot) => slot,
-            Err(limit) => {
-                drop(lease);
-                return Tried::Refused(super::overflow::refusal(route, limit));
+        Some(o) => {
+            match o
+                .admit_try(lease.endpoint().id().as_str(), limits.until())
+                .await
+            {
+                Ok(slot) => slot,
+                Err(limit) => {
+                    drop(lease);
+                    return Tried::Refused(super::overflow::refusal(route, limit));
+                }
             }
-        },
+        }
         None => None,
     };
     let shadow = route.endpoint_shadow_feed(lease.endpoint().id());
@@ -268,6 +270,8 @@ pub(super) async fn send(
             }
         }
     };
+    // The try's time to its answer's head, for the cluster's histogram.
+    let sent_at = route.latency.as_ref().map(|_| tokio::time::Instant::now());
     let result = match (limit, limits.guard) {
         (None, None) => Ok(sent.await),
         (Some(limit), None) => tokio::time::timeout(limit, sent).await.map_err(|_| ()),
@@ -294,6 +298,9 @@ pub(super) async fn send(
     };
     match result {
         Ok(Ok(mut response)) => {
+            if let (Some(latency), Some(sent_at)) = (&route.latency, sent_at) {
+                latency.observe_upstream(lease.endpoint().id().as_str(), sent_at.elapsed());
+            }
             fault.mark(&mut response);
             let status = response.status().as_u16();
             let grpc = grpc::is_grpc(response.headers());
