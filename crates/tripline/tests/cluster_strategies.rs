@@ -23,6 +23,58 @@ fn cluster(n: usize, clock: &ManualClock) -> Cluster {
         .unwrap()
 }
 
+/// A clock that counts its reads, over a manual clock.
+#[derive(Clone)]
+struct CountingClock {
+    inner: ManualClock,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tripline::clock::Clock for CountingClock {
+    fn now(&self) -> tripline::Timestamp {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.now()
+    }
+
+    fn resolution(&self) -> Duration {
+        self.inner.resolution()
+    }
+}
+
+/// The sync and async failfast make the same decision before their one
+/// attempt: without a context deadline neither reads the clock for one
+/// (the async twin used to read it on every call regardless).
+#[test]
+fn async_failfast_reads_the_clock_no_more_often_than_sync_failfast() {
+    use std::sync::atomic::Ordering;
+    use tripline::clock::{Clock, SharedClock};
+    let clock = CountingClock {
+        inner: ManualClock::new(),
+        reads: Default::default(),
+    };
+    let reads = clock.reads.clone();
+    let c = Cluster::builder()
+        .name("svc")
+        .endpoints([EndpointConfig::new("e0", "e0:80")])
+        .clock(SharedClock::custom(clock.clone()))
+        .seed(5)
+        .build()
+        .unwrap();
+    let ff = Failfast::new(c);
+    let _ = clock.now();
+    let before = reads.load(Ordering::Relaxed);
+    ff.call(|_, _| Ok::<_, ()>(1)).unwrap();
+    let sync_reads = reads.load(Ordering::Relaxed) - before;
+    let before = reads.load(Ordering::Relaxed);
+    futures_executor::block_on(ff.call_async(|_, _| async { Ok::<_, ()>(1) })).unwrap();
+    let async_reads = reads.load(Ordering::Relaxed) - before;
+    assert_eq!(
+        async_reads, sync_reads,
+        "sync {sync_reads}, async {async_reads}"
+    );
+}
+
 #[test]
 fn failfast_makes_one_attempt_and_returns_the_error_as_is() {
     let clock = ManualClock::new();

@@ -10,8 +10,10 @@
 use std::future::Future;
 
 use super::balance::NONE_TRIED;
-use super::shared::check_deadline;
+use super::set::EndpointSet;
+use super::shared::{Shared, check_deadline};
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
+use crate::breaker::Permit;
 use crate::clock::Clock;
 use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::timeout::Deadline;
@@ -72,28 +74,11 @@ impl Failfast {
         C: EndpointClassifier<T, E> + ?Sized,
     {
         let s = &*self.cluster.shared;
-        s.tick();
-        let deadline = Deadline::current();
-        if deadline.is_some() {
-            check_deadline(deadline, s.clock.now(), Default::default())
-                .map_err(ClusterError::DeadlineExceeded)?;
-        }
         let set = s.set.load();
-        let tried = &NONE_TRIED;
-        let Some((i, permit)) = s.pick(&set, tried) else {
-            return Err(s.unavailable(&set, tried).into());
-        };
+        let (i, permit, attempt) = admit(s, &set)?;
         let e = &set.endpoints[i];
-        let attempt = ClusterAttempt {
-            number: 1,
-            deadline,
-        };
         let (_, result) = s.attempt(e, permit, &attempt, classifier, op);
-        result.map_err(|error| ClusterError::Failed {
-            endpoint: e.id().clone(),
-            attempts: 1,
-            error,
-        })
+        result.map_err(|error| failed(e, error))
     }
 
     /// Awaits the future `op` makes for a selected endpoint, once.
@@ -117,26 +102,49 @@ impl Failfast {
         Fut: Future<Output = Result<T, E>>,
     {
         let s = &*self.cluster.shared;
-        s.tick();
-        let deadline = Deadline::current();
-        check_deadline(deadline, s.clock.now(), Default::default())
-            .map_err(ClusterError::DeadlineExceeded)?;
+        // The set is held across the await, so the async twin takes an Arc
+        // where the sync one borrows a guard; the decision is the same.
         let set = s.set.load_full();
-        let tried = &NONE_TRIED;
-        let Some((i, permit)) = s.pick(&set, tried) else {
-            return Err(s.unavailable(&set, tried).into());
-        };
+        let (i, permit, attempt) = admit(s, &set)?;
         let e = &set.endpoints[i];
-        let attempt = ClusterAttempt {
-            number: 1,
-            deadline,
-        };
         let fut = op(e.clone(), attempt);
         let (_, result) = s.attempt_async(e, permit, &attempt, classifier, fut).await;
-        result.map_err(|error| ClusterError::Failed {
-            endpoint: e.id().clone(),
-            attempts: 1,
-            error,
-        })
+        result.map_err(|error| failed(e, error))
+    }
+}
+
+/// Everything failfast decides before its one attempt, shared by the sync
+/// and the async call so that they cannot drift apart: the due outlier
+/// pass, the context deadline (the clock is read only when there is a
+/// deadline: a call without one pays no clock read for it), then the
+/// endpoint and its breaker permit.
+#[inline]
+fn admit<'s, E>(
+    s: &Shared,
+    set: &'s EndpointSet,
+) -> Result<(usize, Permit<'s>, ClusterAttempt), ClusterError<E>> {
+    s.tick();
+    let deadline = Deadline::current();
+    if deadline.is_some() {
+        check_deadline(deadline, s.clock.now(), Default::default())
+            .map_err(ClusterError::DeadlineExceeded)?;
+    }
+    let tried = &NONE_TRIED;
+    let Some((i, permit)) = s.pick(set, tried) else {
+        return Err(s.unavailable(set, tried).into());
+    };
+    let attempt = ClusterAttempt {
+        number: 1,
+        deadline,
+    };
+    Ok((i, permit, attempt))
+}
+
+/// The one attempt's failure, as failfast reports it.
+fn failed<E>(e: &Endpoint, error: E) -> ClusterError<E> {
+    ClusterError::Failed {
+        endpoint: e.id().clone(),
+        attempts: 1,
+        error,
     }
 }
