@@ -23,6 +23,21 @@ fn breaker(minimum_calls: u32) -> String {
     format!("[[breaker]]\nname = \"payments\"\nminimum_calls = {minimum_calls}\n")
 }
 
+/// A runtime, a real etcd on it and a temp dir for the documents.
+fn started() -> (tokio::runtime::Runtime, Etcd, Dir) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    (runtime, etcd, Dir::new())
+}
+
+/// `tripline config --etcd <etcd> --prefix PREFIX <args>`.
+fn config_cli(etcd: &Etcd, args: &[&str]) -> support::Output {
+    let endpoint = etcd.endpoint();
+    let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
+    all.extend_from_slice(args);
+    tripline(all)
+}
+
 /// Polls `check` every 50 ms for at most 10 s.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..200 {
@@ -36,16 +51,9 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 
 #[test]
 fn config_push_status_and_rollback_drive_a_running_instance() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let etcd = runtime.block_on(Etcd::start());
-    let endpoint = etcd.endpoint();
+    let (runtime, etcd, dir) = started();
     let gateway = etcd.gateway();
-    let dir = Dir::new();
-    let cli = |args: &[&str]| {
-        let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
-        all.extend_from_slice(args);
-        tripline(all)
-    };
+    let cli = |args: &[&str]| config_cli(&etcd, args);
 
     // Refused before etcd sees it: status 2, the field named.
     let bad = dir.write("bad.toml", &breaker(0));
@@ -71,7 +79,7 @@ fn config_push_status_and_rollback_drive_a_running_instance() {
 
     // A running instance applies it and reports under its status key.
     let applier = Applier::builder().instance_id("web-1").build();
-    let mut options = EtcdOptions::new(&endpoint, PREFIX);
+    let mut options = EtcdOptions::new(&etcd.endpoint(), PREFIX);
     options.status_interval = Duration::from_millis(100);
     let _source = {
         let _guard = runtime.enter();
@@ -123,16 +131,9 @@ fn config_push_status_and_rollback_drive_a_running_instance() {
 
 #[test]
 fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let etcd = runtime.block_on(Etcd::start());
-    let endpoint = etcd.endpoint();
+    let (runtime, etcd, dir) = started();
     let gateway = etcd.gateway();
-    let dir = Dir::new();
-    let cli = |args: &[&str]| {
-        let mut all = vec!["config", "--etcd", &endpoint, "--prefix", PREFIX];
-        all.extend_from_slice(args);
-        tripline(all)
-    };
+    let cli = |args: &[&str]| config_cli(&etcd, args);
     let first = dir.write("first.toml", &breaker(10));
     assert_eq!(cli(&["push", first.to_str().unwrap()]).status, 0);
     let before = runtime.block_on(document_at(&gateway, PREFIX, 0)).unwrap();
@@ -152,7 +153,7 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
         .build()
         .unwrap();
     let applier = Applier::builder().instance_id("edge-1").manage(own).build();
-    let mut options = EtcdOptions::new(&endpoint, PREFIX);
+    let mut options = EtcdOptions::new(&etcd.endpoint(), PREFIX);
     options.status_interval = Duration::from_millis(100);
     let _source = {
         let _guard = runtime.enter();
@@ -226,24 +227,13 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
 
 #[test]
 fn a_single_breaker_table_as_tune_writes_it_is_pushed_as_a_document() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let etcd = runtime.block_on(Etcd::start());
-    let endpoint = etcd.endpoint();
+    let (runtime, etcd, dir) = started();
     let gateway = etcd.gateway();
-    let dir = Dir::new();
     let table = dir.write(
         "breaker.toml",
         "name = \"api\"\nwindow = { kind = \"time\", length = \"10s\", buckets = 10 }\nminimum_calls = 10\nfailure_rate_threshold = 0.2\n",
     );
-    let out = tripline([
-        "config",
-        "--etcd",
-        &endpoint,
-        "--prefix",
-        PREFIX,
-        "push",
-        table.to_str().unwrap(),
-    ]);
+    let out = config_cli(&etcd, &["push", table.to_str().unwrap()]);
     assert_eq!(out.status, 0, "{}\n{}", out.text(), out.stderr);
     assert!(out.text().contains("one breaker table"), "{}", out.text());
     let pushed = runtime
@@ -257,15 +247,7 @@ fn a_single_breaker_table_as_tune_writes_it_is_pushed_as_a_document() {
     );
     // A bare table with an error is refused naming the field.
     let bad = dir.write("bad.toml", "name = \"api\"\nminimum_calls = 0\n");
-    let out = tripline([
-        "config",
-        "--etcd",
-        &endpoint,
-        "--prefix",
-        PREFIX,
-        "push",
-        bad.to_str().unwrap(),
-    ]);
+    let out = config_cli(&etcd, &["push", bad.to_str().unwrap()]);
     assert_eq!(out.status, 2, "{}", out.stderr);
     assert!(out.stderr.contains("`minimum_calls`"), "{}", out.stderr);
 }

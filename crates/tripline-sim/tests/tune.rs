@@ -192,12 +192,10 @@ fn traffic_that_differs_by_hour_gets_one_config_per_period() {
     );
 }
 
-#[test]
-fn stopping_hopeless_replays_early_picks_what_full_replays_pick() {
-    use tripline_sim::tune::replay;
-    // Noisy traffic (5 % background failures, so loose configs trip
-    // falsely), two outages, one of them partial.
-    for spec in [
+/// Noisy traffic (5 % background failures, so loose configs trip
+/// falsely) with two outages; and a slow outage beside a partial one.
+fn noisy_logs() -> [Spec; 2] {
+    [
         Spec {
             seconds: 1800,
             failure_rate: 0.05,
@@ -210,7 +208,13 @@ fn stopping_hopeless_replays_early_picks_what_full_replays_pick() {
             outage_failure_rate: 0.6,
             ..Spec::default()
         },
-    ] {
+    ]
+}
+
+#[test]
+fn stopping_hopeless_replays_early_picks_what_full_replays_pick() {
+    use tripline_sim::tune::replay;
+    for spec in noisy_logs() {
         let t = run(&log(&spec));
         let stopped = t.results.iter().filter(|r| r.stopped_at.is_some()).count();
         assert!(
@@ -263,20 +267,7 @@ fn stopping_hopeless_replays_early_picks_what_full_replays_pick() {
 fn a_class_member_continued_from_its_leaders_checkpoint_equals_its_replay_from_the_start() {
     use tripline_sim::tune::bound::Bound;
     use tripline_sim::tune::replay::{closed_behaviour, run_class};
-    for spec in [
-        Spec {
-            seconds: 1800,
-            failure_rate: 0.05,
-            outages: vec![(300, 360, false), (1200, 1320, false)],
-            ..Spec::default()
-        },
-        Spec {
-            seconds: 1200,
-            outages: vec![(200, 260, true), (900, 960, false)],
-            outage_failure_rate: 0.6,
-            ..Spec::default()
-        },
-    ] {
+    for spec in noisy_logs() {
         let bytes = log(&spec);
         let t = run(&bytes);
         let traffic = read(&bytes[..], &ReadOptions::default()).unwrap();
