@@ -79,7 +79,7 @@ fn config_push_status_and_rollback_drive_a_running_instance() {
 
     // A running instance applies it and reports under its status key.
     let applier = Applier::builder().instance_id("web-1").build();
-    let mut options = EtcdOptions::new(&etcd.endpoint(), PREFIX);
+    let mut options = EtcdOptions::new(etcd.endpoint(), PREFIX);
     options.status_interval = Duration::from_millis(100);
     let _source = {
         let _guard = runtime.enter();
@@ -153,7 +153,7 @@ fn push_dry_run_prints_the_change_per_kind_of_instance_and_writes_nothing() {
         .build()
         .unwrap();
     let applier = Applier::builder().instance_id("edge-1").manage(own).build();
-    let mut options = EtcdOptions::new(&etcd.endpoint(), PREFIX);
+    let mut options = EtcdOptions::new(etcd.endpoint(), PREFIX);
     options.status_interval = Duration::from_millis(100);
     let _source = {
         let _guard = runtime.enter();
