@@ -26,6 +26,37 @@
 //!   outlier detection and panic mode, to route around the few sick
 //!   endpoints without ever routing around all of them.
 //!
+//! # Layout
+//!
+//! One folder per policy, and no two top-level modules import each other:
+//! a module's imports point down this list, never up, so each policy can
+//! be read and tested with only what is below it.
+//!
+//! ```text
+//! tower                       the tower layers: over everything
+//! cluster                     strategies, balancing, ejection (cluster/eject)
+//!   → outlier, registry, retry, fallback, hedge, budget, timeout
+//! retry                       the Retry facade: a pipeline with one policy
+//!   → pipeline                composes breaker, retry policy, budget, bulkhead, timeout
+//!   → retry_policy            retry config, backoff, decision, shared state
+//!   → bulkhead → timeout
+//!   → budget
+//! outlier → endpoint          EndpointId, EndpointOutcome: shared with cluster
+//! error                       every policy's error, below every policy
+//!   → breaker → classify, clock → sync
+//! ```
+//!
+//! Before, the policies' errors lived beside the pipeline and `Retry` was
+//! both the pipeline's input and built on it, so `budget`, `bulkhead`,
+//! `pipeline`, `retry` and `timeout` formed one import circle; and
+//! `outlier` reached back into the cluster's endpoint set while the cluster
+//! held the detector, a second circle (`cluster` ↔ `outlier`). Now the
+//! errors sit in [`error`], the retry policy's parts in a private
+//! `retry_policy` module below both the pipeline and the facade, the
+//! ejection code in the cluster that it acts on, and the endpoint's names
+//! in a private `endpoint` module below both. Every public path stayed:
+//! each policy re-exports its own error and parts.
+//!
 //! ```
 //! use std::time::Duration;
 //! use tripline::clock::ManualClock;

@@ -26,7 +26,6 @@
 use std::fmt;
 use std::future::Future;
 
-pub(crate) use crate::retry_policy::Idempotency;
 use crate::retry_policy::RetryPolicy;
 pub use crate::retry_policy::{
     RetryBackoff, RetryClassifier, RetryConfig, RetryDecision, RetryOnError, RetryRefusal,

@@ -15,7 +15,8 @@ use crate::bulkhead::{Acquire, OwnedBulkheadPermit};
 use crate::classify::{Classifier, Outcome};
 use crate::clock::Clock;
 use crate::pipeline::{Inner, Pipeline, PolicyError, Progress, Step};
-use crate::retry::{Idempotency, RetryClassifier, RetryOnError};
+use crate::retry::{RetryClassifier, RetryOnError};
+use crate::retry_policy::Idempotency;
 use crate::timeout::{Deadline, DeadlineExceeded, Sleep};
 
 /// Runs every call through a [`Pipeline`]: deadline, retry with budget,

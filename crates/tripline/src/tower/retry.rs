@@ -11,9 +11,8 @@ use super::{
     BoxError, BoxFuture, BudgetExhausted, CircuitOpen, IN_RETRY, Marked, is_local_rejection,
 };
 use crate::clock::Clock;
-use crate::retry::{
-    Idempotency, Retry, RetryClassifier, RetryDecision, RetryOnError, RetryRefusal,
-};
+use crate::retry::{Retry, RetryClassifier, RetryDecision, RetryOnError, RetryRefusal};
+use crate::retry_policy::Idempotency;
 use crate::timeout::Deadline;
 
 /// Which requests may be repeated, for the retry layers.
