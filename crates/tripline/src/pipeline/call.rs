@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use super::logical::{Logical, Step};
 use super::{Pipeline, PolicyError};
-use crate::classify::Classifier;
+use crate::classify::{Classifier, Outcome};
 use crate::clock::Clock;
-use crate::retry_policy::{Idempotency, RetryClassifier};
+use crate::retry_policy::{Idempotency, RetryClassifier, RetryDecision};
 use crate::timeout::Deadline;
 
 /// What an attempt knows about itself.
@@ -106,6 +106,26 @@ impl<'p> Call<'p, crate::classify::DefaultClassifier, crate::retry_policy::Retry
 }
 
 impl<'p, C, R> Call<'p, C, R> {
+    /// What an attempt that finished in time came to, for both the sync and
+    /// the async call: its outcome for the breaker, the retry decision, and
+    /// the result as the pipeline returns it. One place, so the twins
+    /// cannot judge a result differently.
+    #[inline]
+    pub(super) fn judge<T, E>(
+        &self,
+        result: Result<T, E>,
+    ) -> (Outcome, RetryDecision, Result<T, PolicyError<E>>)
+    where
+        C: Classifier<T, E>,
+        R: RetryClassifier<T, E>,
+    {
+        (
+            self.classifier.classify(&result),
+            self.retry_on.decide(&result),
+            result.map_err(PolicyError::Inner),
+        )
+    }
+
     /// The call's deadline, as an explicit parameter (else the context's,
     /// [`Deadline::current`]); the configured overall budget still applies.
     pub fn deadline(mut self, deadline: Deadline) -> Self {
@@ -188,11 +208,7 @@ impl<'p, C, R> Call<'p, C, R> {
             drop(slot);
             let (outcome, decision, result) = match p.timeouts.per_attempt {
                 Some(after) if end - call.now > after => call.timed_out(end - call.now),
-                _ => (
-                    self.classifier.classify(&result),
-                    self.retry_on.decide(&result),
-                    result.map_err(PolicyError::Inner),
-                ),
+                _ => self.judge(result),
             };
             match call.after(end, outcome, decision, result) {
                 Step::Finish(r) => return r,

@@ -119,11 +119,7 @@ impl<C, R> Call<'_, C, R> {
                 Ok(_) if p.timeouts.per_attempt.is_some_and(|t| elapsed > t) => {
                     call.timed_out(elapsed)
                 }
-                Ok(result) => (
-                    self.classifier.classify(&result),
-                    self.retry_on.decide(&result),
-                    result.map_err(PolicyError::Inner),
-                ),
+                Ok(result) => self.judge(result),
             };
             match call.after(end, outcome, decision, result) {
                 Step::Finish(r) => return r,
