@@ -20,7 +20,7 @@
 //! | `tripline_proxy_fallbacks_total` | `route`, `reason` | [fallback](crate::table::fallback) answers sent, by the cause they replaced (a fallback answer is not also counted as a refusal) |
 //! | `tripline_proxy_faults_injected_total` | `route`, `kind` (`abort`, `delay`) | tries a [fault](crate::table::fault) shaped |
 //! | `tripline_proxy_access_log_dropped_total` | | access log lines dropped (queue full, write failed) |
-//! | `tripline_proxy_upstream_overflow_total` | `cluster`, `limit` (`max_requests`, `max_connections`, `max_pending_requests`, `max_retries`, `endpoint`) | requests, retries and tries a cluster's [overflow limits](crate::table::overflow) refused (`UO`); created with the cluster's limits |
+//! | `tripline_proxy_upstream_overflow_total` | `cluster`, `limit` (`max_requests`, `max_connections`, `max_pending_requests`, `max_retries`, `endpoint`) | requests, retries and tries a cluster's overflow limits (`limits`, `endpoint_limits`) refused (`UO`); created with the cluster's limits |
 //! | `tripline_proxy_http2_premature_reset_closes_total` | | HTTP/2 connections closed because their client cancelled most streams before the answer (rapid reset; Envoy's `downstream_rq_too_many_premature_resets`) |
 //!
 //! And two gauges, moved only when a connection parks, wakes or switches
