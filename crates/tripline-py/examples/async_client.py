@@ -32,6 +32,35 @@ async def stock(sku: str) -> int:
     return len(sku)
 
 
+# Retries with backoff, a bulkhead that queues, and a per-attempt timeout
+# that abandons a slow attempt, around the breaker — the Rust pipeline's
+# async loop on this task.
+prices = tripline.pipeline(
+    name="prices",
+    breaker=tripline.CircuitBreaker("prices", minimum_calls=5),
+    retry={"max_attempts": 3, "backoff": {"kind": "exponential", "initial": "10ms", "multiplier": 2.0, "max": "100ms"}},
+    bulkhead={"max_concurrent": 8, "max_queue": 32, "max_wait": "1s"},
+    timeout={"per_attempt": "200ms", "overall": "1s"},
+    fallback=lambda e: -1.0,
+)
+
+
+@prices
+async def price(sku: str) -> float:
+    """Another flaky dependency, behind the pipeline."""
+    await asyncio.sleep(0.001)
+    if random.random() < 0.3:
+        raise ConnectionError("prices unreachable")
+    return 9.99
+
+
+@tripline.timeout("50ms")
+async def quick_lookup(sku: str) -> str:
+    """A call that must answer fast or not at all."""
+    await asyncio.sleep(0)
+    return sku.upper()
+
+
 async def tenant_call(tenant: str) -> str:
     """One breaker per tenant: a failing tenant cannot open the others'."""
     async with tenants.get(tenant):
@@ -52,6 +81,9 @@ async def main() -> None:
             print(f"rejected, retry in {e.retry_after:.1f}s" if e.retry_after else "rejected")
             break
     print(await tenant_call("acme"))
+    quotes: list[float] = await asyncio.gather(*(price(f"sku-{i}") for i in range(10)))
+    print("prices", quotes, prices.stats()["retry"])
+    print(await quick_lookup("sku-1"))
     print(inventory.metrics())
 
 

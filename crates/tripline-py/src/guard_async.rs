@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyTuple};
 use pyo3::{IntoPyObjectExt, intern};
 use tripline::{Clock, OwnedPermit, Rejected, Timestamp};
 
-use crate::iter_send::{self, Step};
+use crate::iter_send::{Step, by_method, send_into};
 
 use crate::breaker::CircuitBreaker;
 
@@ -141,35 +141,10 @@ impl GuardedAwaitable {
     }
 }
 
-/// A step through a method (`send`, `throw`), its `StopIteration` read
-/// back as the return value.
-fn by_method(py: Python<'_>, result: PyResult<Bound<'_, PyAny>>) -> PyResult<Step> {
-    match result {
-        Ok(y) => Ok(Step::Yielded(y.unbind())),
-        Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
-            let value = e.value(py).getattr(intern!(py, "value"))?;
-            Ok(Step::Returned(value.unbind()))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Sends `value` into `coro`: `PyIter_Send` where the interpreter has it
-/// (no `StopIteration` per call), else its `send` method.
-fn send_into(coro: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Step> {
-    match iter_send::send(coro, value) {
-        Some(step) => step,
-        None => by_method(
-            coro.py(),
-            coro.call_method1(intern!(coro.py(), "send"), (value,)),
-        ),
-    }
-}
-
 /// The exception that ends an iteration with `value`, built lazily: a
 /// value that is not a tuple or an exception is passed as is (CPython
 /// 3.11 then reads it back without creating the exception object).
-fn stop_iteration(py: Python<'_>, value: Py<PyAny>) -> PyErr {
+pub(crate) fn stop_iteration(py: Python<'_>, value: Py<PyAny>) -> PyErr {
     let v = value.bind(py);
     if v.is_instance_of::<PyTuple>() || v.is_instance_of::<pyo3::exceptions::PyBaseException>() {
         PyStopIteration::new_err((value,))

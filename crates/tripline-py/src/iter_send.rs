@@ -11,6 +11,8 @@
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
+use pyo3::exceptions::PyStopIteration;
+use pyo3::intern;
 use pyo3::prelude::*;
 
 type SendFn = unsafe extern "C" fn(
@@ -73,4 +75,29 @@ pub(crate) fn send(iter: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> Option<
         }
         _ => Err(PyErr::fetch(py)),
     })
+}
+
+/// A step through a method (`send`, `throw`), its `StopIteration` read
+/// back as the return value.
+pub(crate) fn by_method(py: Python<'_>, result: PyResult<Bound<'_, PyAny>>) -> PyResult<Step> {
+    match result {
+        Ok(y) => Ok(Step::Yielded(y.unbind())),
+        Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
+            let value = e.value(py).getattr(intern!(py, "value"))?;
+            Ok(Step::Returned(value.unbind()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends `value` into `coro`: `PyIter_Send` where the interpreter has it
+/// (no `StopIteration` per call), else its `send` method.
+pub(crate) fn send_into(coro: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Step> {
+    match send(coro, value) {
+        Some(step) => step,
+        None => by_method(
+            coro.py(),
+            coro.call_method1(intern!(coro.py(), "send"), (value,)),
+        ),
+    }
 }

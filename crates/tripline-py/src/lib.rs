@@ -12,6 +12,7 @@
 //! many threads go straight to the breaker's atomics. The GIL is never
 //! released around anything that calls back into Python.
 
+mod aio;
 mod breaker;
 mod classify;
 mod cluster;
@@ -27,6 +28,7 @@ mod metrics;
 mod permit;
 mod pipeline;
 mod registry;
+mod timeout;
 mod tracked;
 
 use pyo3::prelude::*;
@@ -45,6 +47,8 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metrics::Metrics>()?;
     m.add_class::<registry::BreakerRegistry>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<aio::AsyncCall>()?;
+    m.add_class::<timeout::Timeout>()?;
     m.add_class::<cluster::Cluster>()?;
     m.add_class::<cluster::call::Served>()?;
     m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;

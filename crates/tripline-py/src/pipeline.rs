@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyTuple};
 use tripline::budget::{RetryBudget, RetryBudgetConfig};
 use tripline::bulkhead::{Bulkhead, BulkheadConfig};
+use tripline::clock::SharedClock;
 use tripline::pipeline::PolicyError;
 use tripline::retry::{RetryConfig, RetryDecision};
 use tripline::timeout::TimeoutConfig;
@@ -26,12 +26,17 @@ use crate::breaker::{CircuitBreaker, ManualClock};
 use crate::classify::Classify;
 use crate::config::{from_json, kwargs_json};
 
+mod async_call;
+pub(crate) mod stats;
+
 /// Policies composed around calls: `tripline.pipeline(breaker=...,
 /// retry={...}, budget={...}, bulkhead={...}, timeout={...},
 /// fallback=fn)`; each dict takes the config-file vocabulary of its
 /// policy. Call with `pipeline.call(fn, *args)` or decorate a `def`.
 #[pyclass(frozen, module = "tripline")]
 pub struct Pipeline {
+    /// The name its policies are exported under.
+    name: String,
     pipeline: tripline::Pipeline,
     breaker: Option<Py<CircuitBreaker>>,
     classify: Arc<Classify>,
@@ -73,10 +78,11 @@ fn policy_error(e: impl std::fmt::Display) -> PyErr {
 #[pymethods]
 impl Pipeline {
     #[new]
-    #[pyo3(signature = (*, breaker=None, retry=None, budget=None, bulkhead=None, timeout=None, fallback=None, retry_exceptions=None, clock=None, seed=None))]
+    #[pyo3(signature = (*, name="pipeline", breaker=None, retry=None, budget=None, bulkhead=None, timeout=None, fallback=None, retry_exceptions=None, clock=None, seed=None))]
     #[allow(clippy::too_many_arguments)] // the Python signature, keyword-only
     fn new(
         py: Python<'_>,
+        name: &str,
         breaker: Option<Py<CircuitBreaker>>,
         retry: Option<&Bound<'_, PyAny>>,
         budget: Option<&Bound<'_, PyAny>>,
@@ -97,6 +103,17 @@ impl Pipeline {
                 Python::attach(|py| py.detach(|| tripline::clock::block_thread_for(d)));
             });
         }
+        // The pipeline's clock, as the builder would pick it, so the async
+        // timer's sleeps last their time on it too.
+        let clock: SharedClock = match (&manual, &breaker) {
+            (Some(c), _) => c.clone().into(),
+            (None, Some(b)) => b.get().core.breaker.clock().clone(),
+            (None, None) => SharedClock::monotonic(),
+        };
+        // Async calls wait and time out on the awaiting task's loop.
+        builder = builder
+            .clock(clock.clone())
+            .timer(Arc::new(crate::aio::AsyncioTimer::new(Some(&clock))));
         if let Some(s) = seed {
             builder = builder.seed(s);
         }
@@ -138,6 +155,7 @@ impl Pipeline {
         };
         let _ = py;
         Ok(Pipeline {
+            name: name.to_owned(),
             pipeline: builder.build().map_err(policy_error)?,
             breaker,
             classify,
@@ -167,24 +185,57 @@ impl Pipeline {
         }
     }
 
-    /// Decorates a `def` so every call goes through the pipeline.
-    fn __call__(slf: &Bound<'_, Self>, func: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        if crate::guard::is_coroutine_function(&func)? {
-            return Err(PyTypeError::new_err(
-                "a pipeline guards synchronous functions; for an async def, decorate it with the breaker",
-            ));
-        }
-        let bound = slf.getattr("call")?;
-        let partial = py
-            .import("functools")?
-            .getattr("partial")?
-            .call1((bound, &func))?;
-        py.import("functools")?
-            .getattr("update_wrapper")?
-            .call1((&partial, func))?;
-        Ok(partial.unbind())
+    /// The name the pipeline's policies are exported under.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
     }
+
+    /// The policies' counts: `{"name", "retry": {"attempts", "retries",
+    /// "refused": {reason: n}}, "budget": {"available", "deposits",
+    /// "withdrawals", "refused"}, "bulkhead": {"in_flight", "waiting",
+    /// "admitted", "rejected", "max_concurrent", "max_queue"}}`, an absent
+    /// policy as `None`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats::stats(py, &self.name, &self.pipeline)
+    }
+
+    /// Awaits `func(*args, **kwargs)` (an `async def`, or any function
+    /// returning an awaitable) through every policy; with a `fallback`
+    /// (sync or async), its answer replaces any error. A cancelled task
+    /// releases the breaker permit and the bulkhead slot unrecorded.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn acall(
+        &self,
+        py: Python<'_>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+        kwargs: Option<Py<PyDict>>,
+    ) -> crate::aio::AsyncCall {
+        self.start(py, func, args, kwargs)
+    }
+
+    /// Decorates a `def` (through `call`) or an `async def` (through
+    /// `acall`) so every call goes through the pipeline.
+    fn __call__(slf: &Bound<'_, Self>, func: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let method = if crate::guard::is_coroutine_function(&func)? {
+            "acall"
+        } else {
+            "call"
+        };
+        wraps(slf.getattr(method)?, func)
+    }
+}
+
+/// `functools.partial(method, func)` with `func`'s name, doc and hints.
+pub(crate) fn wraps(method: Bound<'_, PyAny>, func: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let py = method.py();
+    let functools = py.import("functools")?;
+    let partial = functools.getattr("partial")?.call1((method, &func))?;
+    functools
+        .getattr("update_wrapper")?
+        .call1((&partial, func))?;
+    Ok(partial.unbind())
 }
 
 impl Pipeline {
@@ -196,53 +247,78 @@ impl Pipeline {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let classify = &*self.classify;
-        let retry_on = self.retry_exceptions.as_ref().map(|t| t.bind(py));
+        let retry_on = self.retry_exceptions.as_ref();
         let result = self
             .pipeline
             .request()
-            .classify(|r: &Result<Py<PyAny>, PyErr>| match r {
-                Ok(v) => classify.returned(py, v.bind(py)),
-                Err(e) => classify.raised(py, e).unwrap_or(Outcome::Ignored),
-            })
-            .retry_on(|r: &Result<Py<PyAny>, PyErr>| match r {
-                Ok(_) => RetryDecision::Done,
-                Err(e) if !e.is_instance_of::<PyException>(py) => RetryDecision::Done,
-                Err(e) => {
-                    let retry = match retry_on {
-                        Some(types) => e.value(py).is_instance(types).unwrap_or(false),
-                        None => classify.raised(py, e) == Some(Outcome::Failure),
-                    };
-                    match (retry, server_wait(e.value(py).as_any())) {
-                        (false, _) => RetryDecision::Done,
-                        (true, Some(wait)) => RetryDecision::RetryAfter(wait),
-                        (true, None) => RetryDecision::Retry,
-                    }
-                }
-            })
+            .classify(|r: &PyResultAny| judge(py, classify, r))
+            .retry_on(|r: &PyResultAny| decide(py, classify, retry_on, r))
             .call(|_attempt| func.call(args, kwargs).map(Bound::unbind));
-        result.map_err(|e| self.error(py, e))
+        result.map_err(|e| error(py, self.breaker.as_ref(), e))
     }
+}
 
-    /// The Python exception for a pipeline error.
-    fn error(&self, py: Python<'_>, err: PolicyError<PyErr>) -> PyErr {
-        match err {
-            PolicyError::Inner(e) => e,
-            PolicyError::CircuitOpen(open) => {
-                let rejected = Rejected::new(open.state, open.retry_after);
-                match &self.breaker {
-                    Some(b) => b.get().core.reject(py, rejected),
-                    None => crate::errors::circuit_open(
-                        py,
-                        pyo3::intern!(py, "pipeline"),
-                        rejected,
-                        None,
-                    ),
+type PyResultAny = Result<Py<PyAny>, PyErr>;
+
+/// The breaker's outcome of an attempt.
+pub(crate) fn judge(py: Python<'_>, classify: &Classify, r: &PyResultAny) -> Outcome {
+    match r {
+        Ok(v) => classify.returned(py, v.bind(py)),
+        Err(e) => classify.raised(py, e).unwrap_or(Outcome::Ignored),
+    }
+}
+
+/// Whether an attempt is retried: an `Exception` in `retry_on` (default:
+/// one the breaker counts as a failure), after at least its `retry_after`.
+pub(crate) fn decide(
+    py: Python<'_>,
+    classify: &Classify,
+    retry_on: Option<&Py<PyAny>>,
+    r: &PyResultAny,
+) -> RetryDecision {
+    match r {
+        Ok(_) => RetryDecision::Done,
+        Err(e) if !e.is_instance_of::<PyException>(py) => RetryDecision::Done,
+        Err(e) => {
+            let retry = match retry_on {
+                Some(types) => e.value(py).is_instance(types.bind(py)).unwrap_or(false),
+                None => classify.raised(py, e) == Some(Outcome::Failure),
+            };
+            match (retry, server_wait(e.value(py).as_any())) {
+                (false, _) => RetryDecision::Done,
+                (true, Some(wait)) => RetryDecision::RetryAfter(wait),
+                (true, None) => RetryDecision::Retry,
+            }
+        }
+    }
+}
+
+/// The Python exception for a pipeline error.
+pub(crate) fn error(
+    py: Python<'_>,
+    breaker: Option<&Py<CircuitBreaker>>,
+    err: PolicyError<PyErr>,
+) -> PyErr {
+    match err {
+        PolicyError::Inner(e) => e,
+        PolicyError::CircuitOpen(open) => {
+            let rejected = Rejected::new(open.state, open.retry_after);
+            match breaker {
+                Some(b) => b.get().core.reject(py, rejected),
+                None => {
+                    crate::errors::circuit_open(py, pyo3::intern!(py, "pipeline"), rejected, None)
                 }
             }
-            PolicyError::BudgetExhausted { last, .. } => self.error(py, *last),
-            PolicyError::BulkheadFull(full) => raise(py, "BulkheadFullError", full.to_string()),
-            PolicyError::DeadlineExceeded(d) => raise(py, "DeadlineExceededError", d.to_string()),
-            PolicyError::Timeout(t) => raise(py, "AttemptTimeoutError", t.to_string()),
+        }
+        PolicyError::BudgetExhausted { last, .. } => error(py, breaker, *last),
+        PolicyError::BulkheadFull(full) => {
+            crate::errors::named_error(py, "BulkheadFullError", full.to_string())
+        }
+        PolicyError::DeadlineExceeded(d) => {
+            crate::errors::named_error(py, "DeadlineExceededError", d.to_string())
+        }
+        PolicyError::Timeout(t) => {
+            crate::errors::named_error(py, "AttemptTimeoutError", t.to_string())
         }
     }
 }
@@ -256,24 +332,4 @@ fn server_wait(exc: &Bound<'_, PyAny>) -> Option<std::time::Duration> {
         return None;
     }
     crate::convert::duration(&value, "retry_after").ok()
-}
-
-static ERRORS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// `tripline._errors.<class>(message)`.
-fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
-    let class = ERRORS
-        .get_or_try_init(py, || {
-            Ok::<_, PyErr>(py.import("tripline._errors")?.into_any().unbind())
-        })
-        .and_then(|m| {
-            m.bind(py)
-                .getattr(class)?
-                .cast_into::<PyType>()
-                .map_err(PyErr::from)
-        });
-    match class {
-        Ok(c) => PyErr::from_type(c, (message,)),
-        Err(e) => e,
-    }
 }

@@ -21,6 +21,7 @@ from ._errors import (
     RegistryFullError,
 )
 from ._tripline import (
+    AsyncCall,
     AsyncGuarded,
     BreakerRegistry,
     CircuitBreaker,
@@ -33,6 +34,7 @@ from ._tripline import (
     Permit,
     Pipeline,
     Served,
+    Timeout,
 )
 
 try:
@@ -41,6 +43,7 @@ except PackageNotFoundError:  # imported from a source tree
     __version__ = "0+unknown"
 
 __all__ = [
+    "AsyncCall",
     "AsyncGuarded",
     "AttemptTimeoutError",
     "BroadcastError",
@@ -62,11 +65,24 @@ __all__ = [
     "Permit",
     "Rejected",
     "RegistryFullError",
+    "Timeout",
+    "timeout",
 ]
 
 
 def pipeline(**policies: Any) -> Pipeline:
     """Composes policies around calls in the one safe order (fallback →
     overall deadline → retry with budget → breaker → bulkhead →
-    per-attempt timeout → call); keyword arguments as `Pipeline`'s."""
+    per-attempt timeout → call); keyword arguments as `Pipeline`'s.
+    ``call`` runs a ``def``, ``acall`` awaits an ``async def`` (the
+    timeouts then abandon a slow attempt, and the bulkhead queues)."""
     return Pipeline(**policies)
+
+
+def timeout(after: Any) -> Timeout:
+    """An asyncio timeout of ``after`` (seconds, a ``timedelta`` or a
+    duration string such as ``"250ms"``) for ``async def`` calls:
+    ``await tripline.timeout(2).acall(fetch, url)`` or as a decorator. A
+    call still running then is abandoned (its coroutine cancelled and
+    closed) and raises ``tripline.AttemptTimeoutError``."""
+    return Timeout(after)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 from types import TracebackType
-from typing import Any, Callable, Coroutine, Generator, Mapping, Optional, Sequence, TypeVar, Union, overload
+from typing import Any, Awaitable, Callable, Coroutine, Generator, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from typing_extensions import Literal, ParamSpec
 
@@ -209,14 +209,39 @@ class BreakerRegistry:
     @property
     def family(self) -> str: ...
 
+class AsyncCall(Coroutine[Any, Any, R]):
+    """An awaitable tripline call (``Pipeline.acall``, ``Cluster.acall``,
+    ``Timeout.acall``): the Rust library's async policy, stepped by the
+    awaiting asyncio task. Await it once, or pass it to
+    ``asyncio.create_task``. Cancelling the task releases breaker permits
+    and bulkhead slots unrecorded and closes the coroutines it runs."""
+
+    def __await__(self) -> Generator[Any, None, R]: ...
+    def send(self, value: Any) -> Any: ...
+    def throw(self, typ: Any, val: Any = ..., tb: Any = ...) -> Any: ...
+    def close(self) -> None: ...
+
+class Timeout:
+    """An asyncio timeout for ``async def`` calls (``tripline.timeout``): a
+    call still running after ``after`` is abandoned and raises
+    ``tripline.AttemptTimeoutError``."""
+
+    def __init__(self, after: Duration) -> None: ...
+    @property
+    def after(self) -> float: ...
+    def acall(self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs) -> AsyncCall[R]: ...
+    def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, AsyncCall[R]]: ...
+
 class Pipeline:
     """Policies composed around calls, in the library's one safe order:
     fallback → overall deadline → retry (with budget) → circuit breaker →
-    bulkhead → per-attempt timeout → call."""
+    bulkhead → per-attempt timeout → call. ``call`` runs a ``def``,
+    ``acall`` awaits an ``async def``."""
 
     def __init__(
         self,
         *,
+        name: str = "pipeline",
         breaker: Optional[CircuitBreaker] = None,
         retry: Optional[Mapping[str, Any]] = None,
         budget: Optional[Mapping[str, Any]] = None,
@@ -227,7 +252,14 @@ class Pipeline:
         clock: Optional[ManualClock] = None,
         seed: Optional[int] = None,
     ) -> None: ...
+    @property
+    def name(self) -> str: ...
+    def stats(self) -> dict[str, Any]: ...
     def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    def acall(self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs) -> AsyncCall[R]: ...
+    @overload
+    def __call__(self, func: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, AsyncCall[R]]: ...
+    @overload
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
 
 class Served:
