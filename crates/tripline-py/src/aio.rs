@@ -53,6 +53,9 @@ pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = PyResult<Py<PyAny>>> + S
 
 /// What the leaves of one poll report to the driver.
 struct Frame {
+    /// This poll's number (increasing per thread): a leaf suspended in an
+    /// earlier poll is one a thrown exception is for.
+    id: u64,
     /// An exception thrown into the awaitable (a task's cancellation), for
     /// the suspended coroutines.
     thrown: Option<PyErr>,
@@ -70,6 +73,13 @@ thread_local! {
     /// The frames of the polls in progress on this thread, innermost last
     /// (a coroutine stepped by one driver may await another).
     static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// The last poll number given out on this thread.
+    static POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The current poll's number (0 outside any poll).
+pub(crate) fn poll_id() -> u64 {
+    with_frame(|f| f.id).unwrap_or(0)
 }
 
 /// Runs `f` on the innermost frame; `None` outside any poll. Borrows for
@@ -78,9 +88,15 @@ fn with_frame<R>(f: impl FnOnce(&mut Frame) -> R) -> Option<R> {
     FRAMES.with(|frames| frames.borrow_mut().last_mut().map(f))
 }
 
-/// The exception thrown into this poll, for a coroutine to take.
-pub(crate) fn take_thrown(py: Python<'_>) -> Option<PyErr> {
+/// The exception thrown into this poll, for a coroutine suspended since
+/// poll `suspended_at` (0: never suspended): asyncio throws into what was
+/// waiting — a task's cancellation, or the exception of the future the
+/// coroutine awaited — never into a coroutine started after the throw.
+pub(crate) fn take_thrown(py: Python<'_>, suspended_at: u64) -> Option<PyErr> {
     with_frame(|f| {
+        if suspended_at == 0 || suspended_at >= f.id {
+            return None;
+        }
         let e = f.thrown.as_ref()?.clone_ref(py);
         f.thrown_used = true;
         Some(e)
@@ -88,9 +104,10 @@ pub(crate) fn take_thrown(py: Python<'_>) -> Option<PyErr> {
     .flatten()
 }
 
-/// Whether an exception was thrown into this poll.
-pub(crate) fn is_throwing() -> bool {
-    with_frame(|f| f.thrown.is_some()).unwrap_or(false)
+/// Whether an exception was thrown into this poll for what was suspended
+/// since poll `suspended_at` (see [`take_thrown`]), without taking it.
+pub(crate) fn is_thrown_at(suspended_at: u64) -> bool {
+    with_frame(|f| f.thrown.is_some() && suspended_at != 0 && suspended_at < f.id).unwrap_or(false)
 }
 
 /// Reports a future a leaf waits on.
@@ -182,7 +199,12 @@ impl AsyncCall {
         };
         self.wake.arm();
         FRAMES.with(|frames| {
+            let id = POLLS.with(|p| {
+                p.set(p.get() + 1);
+                p.get()
+            });
             frames.borrow_mut().push(Frame {
+                id,
                 thrown,
                 thrown_used: false,
                 yielded: Vec::new(),

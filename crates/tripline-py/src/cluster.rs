@@ -1,7 +1,8 @@
 //! `tripline.Cluster`: one dependency, many endpoints — a breaker per
 //! endpoint, balancing, outlier ejection, and the library's cluster
-//! strategies (failover, failfast, failsafe, broadcast) over a Python
-//! function that calls one endpoint.
+//! strategies (failover, failfast, failsafe, broadcast, forking, failback)
+//! over a Python function that calls one endpoint, sync (`call`) and on
+//! asyncio (`acall`).
 
 use std::sync::Arc;
 
@@ -9,10 +10,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
-use tripline::budget::{RetryBudget, RetryBudgetConfig};
-use tripline::cluster::{
-    Broadcast, BroadcastConfig, ClusterConfig, Failfast, Failover, FailoverConfig, Failsafe,
-};
+use tripline::clock::SharedClock;
+use tripline::cluster::ClusterConfig;
 
 use crate::breaker::ManualClock;
 use crate::classify::{Classify, exception_types};
@@ -20,14 +19,12 @@ use crate::config::{from_json, kwargs_json};
 use crate::convert::to_json;
 
 pub(crate) mod call;
+mod call_async;
+mod failback;
+mod forking_sync;
+pub(crate) mod strategy;
 
-/// The strategy a cluster calls with.
-pub(crate) enum Strategy {
-    Failover(Failover),
-    Failfast(Failfast),
-    Failsafe(Failsafe),
-    Broadcast(Broadcast),
-}
+pub(crate) use strategy::Strategy;
 
 /// A dependency served by several endpoints:
 /// `Cluster(["10.0.0.1:80", "10.0.0.2:80"], call=fetch, strategy="failover")`.
@@ -44,6 +41,8 @@ pub struct Cluster {
     pub(crate) classify: Arc<Classify>,
     pub(crate) connect: Py<PyAny>,
     pub(crate) default: Option<Py<PyAny>>,
+    /// The worker threads of sync forking calls, made at the first.
+    pub(crate) workers: pyo3::sync::PyOnceLock<Py<PyAny>>,
 }
 
 /// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
@@ -76,7 +75,7 @@ fn policy_error(e: impl std::fmt::Display) -> PyErr {
 #[pymethods]
 impl Cluster {
     #[new]
-    #[pyo3(signature = (endpoints, *, call, strategy="failover", name="cluster", balancer=None, breaker=None, outlier=None, retries=2, idempotent=true, budget=None, fail_percent=None, default=None, failure_exceptions=None, ignore_exceptions=None, connect_exceptions=None, classify=None, clock=None, seed=None))]
+    #[pyo3(signature = (endpoints, *, call, strategy="failover", name="cluster", balancer=None, breaker=None, outlier=None, retries=2, idempotent=true, budget=None, fail_percent=None, forks=2, failback=None, default=None, failure_exceptions=None, ignore_exceptions=None, connect_exceptions=None, classify=None, clock=None, seed=None))]
     #[allow(clippy::too_many_arguments)] // the Python signature, keyword-only
     fn new(
         py: Python<'_>,
@@ -91,6 +90,8 @@ impl Cluster {
         idempotent: bool,
         budget: Option<&Bound<'_, PyDict>>,
         fail_percent: Option<u32>,
+        forks: u32,
+        failback: Option<&Bound<'_, PyDict>>,
         default: Option<Bound<'_, PyAny>>,
         failure_exceptions: Option<Bound<'_, PyAny>>,
         ignore_exceptions: Option<Bound<'_, PyAny>>,
@@ -128,42 +129,26 @@ impl Cluster {
             builder = builder.seed(s);
         }
         let cluster = builder.build().map_err(policy_error)?;
-        let strategy = match strategy {
-            "failover" => {
-                let config = FailoverConfig {
-                    retries,
-                    idempotent,
-                    ..Default::default()
-                };
-                let mut b = Failover::builder(cluster.clone()).config(config);
-                if let Some(budget) = budget {
-                    let c: RetryBudgetConfig =
-                        from_json(Value::Object(kwargs_json(Some(budget))?))?;
-                    let rb = match &manual {
-                        Some(m) => RetryBudget::with_clock(c, m.clone()),
-                        None => RetryBudget::try_new(c),
-                    };
-                    b = b.budget(rb.map_err(policy_error)?);
-                }
-                Strategy::Failover(b.build().map_err(policy_error)?)
-            }
-            "failfast" => Strategy::Failfast(Failfast::new(cluster.clone())),
-            "failsafe" => Strategy::Failsafe(Failsafe::new(cluster.clone())),
-            "broadcast" => Strategy::Broadcast(
-                Broadcast::try_new(cluster.clone(), BroadcastConfig { fail_percent })
-                    .map_err(policy_error)?,
-            ),
-            "failback" | "forking" => {
-                return Err(PyValueError::new_err(format!(
-                    "`strategy` {strategy:?} is not available in the Python package yet (failover, failfast, failsafe or broadcast)"
-                )));
-            }
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "`strategy` must be \"failover\", \"failfast\", \"failsafe\" or \"broadcast\", not {other:?}"
-                )));
-            }
+        let clock: SharedClock = match &manual {
+            Some(m) => m.clone().into(),
+            None => SharedClock::monotonic(),
         };
+        let strategy = strategy::build(
+            &cluster,
+            strategy,
+            strategy::Args {
+                retries,
+                idempotent,
+                budget,
+                fail_percent,
+                forks,
+                failback,
+                manual,
+                clock,
+                call: &call,
+                seed,
+            },
+        )?;
         let connect = match connect_exceptions {
             Some(c) => exception_types(c, "connect_exceptions")?,
             None => py
@@ -182,6 +167,7 @@ impl Cluster {
             )?),
             connect,
             default: default.filter(|d| !d.is_none()).map(Bound::unbind),
+            workers: pyo3::sync::PyOnceLock::new(),
         })
     }
 
@@ -218,10 +204,13 @@ impl Cluster {
         self.cluster.mark_unhealthy(id, unhealthy)
     }
 
-    /// Calls the dependency through the strategy. Failover and failfast
-    /// return the answer or raise; failsafe returns a `tripline.Served`;
-    /// broadcast returns `{endpoint_id: answer}` (raising
-    /// `tripline.BroadcastError` when too many endpoints failed).
+    /// Calls the dependency through the strategy. Failover, failfast and
+    /// forking return the answer or raise; failsafe returns a
+    /// `tripline.Served`; broadcast returns `{endpoint_id: answer}`
+    /// (raising `tripline.BroadcastError` when too many endpoints failed);
+    /// failback takes one `bytes` payload and returns `"delivered"` or
+    /// `"queued"` (raising `tripline.FailbackFullError` when the queue is
+    /// at its bound). Sync forking runs its forks on worker threads.
     #[pyo3(signature = (*args, **kwargs))]
     fn call(
         &self,
@@ -242,8 +231,81 @@ impl Cluster {
         self.call_strategy(py, args, kwargs)
     }
 
+    /// Awaits the call through the strategy on asyncio: `call` may be an
+    /// `async def` (or a `def`); answers as `call` does. Forking races its
+    /// forks on this task and closes the losers; a cancelled task releases
+    /// every endpoint's permit unrecorded.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn acall(
+        &self,
+        py: Python<'_>,
+        args: Py<pyo3::types::PyTuple>,
+        kwargs: Option<Py<PyDict>>,
+    ) -> PyResult<crate::aio::AsyncCall> {
+        self.start(py, args, kwargs)
+    }
+
+    /// The strategy's name.
+    #[getter]
+    fn strategy(&self) -> &'static str {
+        self.strategy_name()
+    }
+
     /// Runs outlier detection now (normally run by traffic on its interval).
     fn analyze(&self) {
         self.cluster.analyze();
+    }
+
+    /// Failback: delivers every entry due now, one attempt each; returns
+    /// `{"delivered", "retried", "gave_up", "pending"}`.
+    fn run_due<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        failback::run_due(py, self.failback()?)
+    }
+
+    /// Failback: entries waiting for delivery.
+    #[getter]
+    fn pending(&self) -> PyResult<usize> {
+        Ok(self.failback()?.pending())
+    }
+
+    /// Failback: the payloads given up (dead letters), oldest first.
+    fn dead_letters<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Vec<Bound<'py, pyo3::types::PyBytes>>> {
+        failback::dead_letters(py, self.failback()?)
+    }
+
+    /// The strategy's counts (failover: attempts, failovers, refusals;
+    /// failback: submissions and deliveries; forking and the others: the
+    /// cluster's endpoints) and, with one, the retry budget's.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        failback::stats(py, self)
+    }
+
+    /// Failback on asyncio: delivers due entries until cancelled, waking
+    /// when the next is due (at most every `poll_interval`). Deliveries run
+    /// on the loop's thread: keep `call` short.
+    fn run_failback(&self) -> PyResult<crate::aio::AsyncCall> {
+        let f = self.failback()?.clone();
+        let timer = std::sync::Arc::new(crate::aio::AsyncioTimer::new(None));
+        Ok(crate::aio::AsyncCall::new(Box::pin(async move {
+            f.run(timer).await;
+            Python::attach(|py| Ok(py.None()))
+        })))
+    }
+}
+
+impl Cluster {
+    /// The strategy's name.
+    pub(crate) fn strategy_name(&self) -> &'static str {
+        match &self.strategy {
+            Strategy::Failover(_) => "failover",
+            Strategy::Failfast(_) => "failfast",
+            Strategy::Failsafe(..) => "failsafe",
+            Strategy::Broadcast(_) => "broadcast",
+            Strategy::Forking(..) => "forking",
+            Strategy::Failback(_) => "failback",
+        }
     }
 }

@@ -289,3 +289,23 @@ async def test_timeout_policy_bad_input():
         tripline.timeout("soon")
     with pytest.raises(TypeError, match="async def"):
         tripline.timeout(1)(lambda: None)
+
+
+async def test_an_awaited_futures_exception_fails_only_its_own_attempt(clock):
+    """asyncio throws a failed future's exception into the awaiting task:
+    it belongs to the attempt that awaited it, not to the retry started
+    after it in the same step."""
+    p = tripline.pipeline(retry={"max_attempts": 2, "backoff": NO_WAIT}, clock=clock)
+    started: list[int] = []
+
+    async def call() -> str:
+        started.append(len(started) + 1)
+        if len(started) == 1:
+            loop = asyncio.get_running_loop()
+            failed: asyncio.Future[None] = loop.create_future()
+            loop.call_soon(failed.set_exception, ConnectionResetError("reset"))
+            await failed
+        return "second"
+
+    assert await p.acall(call) == "second"
+    assert started == [1, 2]

@@ -139,8 +139,10 @@ def test_broadcast_reaches_every_node_and_reports_failures(nodes, clock):
 def test_bad_cluster_arguments_name_the_field():
     with pytest.raises(ValueError, match="strategy"):
         tripline.Cluster(["127.0.0.1:1"], call=get, strategy="roulette")
-    with pytest.raises(ValueError, match="forking"):
-        tripline.Cluster(["127.0.0.1:1"], call=get, strategy="forking")
+    with pytest.raises(ValueError, match="failback"):
+        tripline.Cluster(["127.0.0.1:1"], call=get, strategy="failback")  # no queue directory
+    with pytest.raises(ValueError, match="budget"):
+        tripline.Cluster(["127.0.0.1:1"], call=get, strategy="failfast", budget={"ratio": 0.1})
     with pytest.raises(TypeError, match="call"):
         tripline.Cluster(["127.0.0.1:1"], call=3)
     with pytest.raises(TypeError, match="endpoints"):

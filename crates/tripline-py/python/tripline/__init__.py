@@ -17,6 +17,7 @@ from ._errors import (
     CircuitOpenError,
     ClusterUnavailableError,
     DeadlineExceededError,
+    FailbackFullError,
     Rejected,
     RegistryFullError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "Served",
     "BulkheadFullError",
     "DeadlineExceededError",
+    "FailbackFullError",
     "Pipeline",
     "pipeline",
     "BreakerRegistry",

@@ -17,6 +17,7 @@ __all__ = [
     "AttemptTimeoutError",
     "ClusterUnavailableError",
     "BroadcastError",
+    "FailbackFullError",
 ]
 
 
@@ -93,6 +94,12 @@ class AttemptTimeoutError(TimeoutError):
 class ClusterUnavailableError(Rejected):
     """No endpoint of a `tripline.Cluster` could take the call: every
     breaker open, every endpoint ejected or tried, or none configured."""
+
+
+class FailbackFullError(Rejected):
+    """A failback cluster's delivery failed and its queue could not take the
+    payload (``max_entries`` or ``max_bytes`` reached, or the payload alone
+    exceeds ``max_bytes``): nothing was stored, the caller still holds it."""
 
 
 class BroadcastError(Exception):

@@ -273,14 +273,16 @@ class Served:
 class Cluster:
     """One dependency, many endpoints: a breaker per endpoint, balancing,
     outlier ejection, and a strategy (failover, failfast, failsafe,
-    broadcast). ``call(address, *args, **kwargs)`` calls one endpoint."""
+    broadcast, forking, failback). ``call(address, *args, **kwargs)``
+    calls one endpoint (a ``def``, or an ``async def`` for ``acall``);
+    failback's is ``call(address, payload: bytes)``."""
 
     def __init__(
         self,
         endpoints: Sequence[Union[str, Mapping[str, Any]]],
         *,
         call: Callable[..., Any],
-        strategy: Literal["failover", "failfast", "failsafe", "broadcast"] = "failover",
+        strategy: Literal["failover", "failfast", "failsafe", "broadcast", "forking", "failback"] = "failover",
         name: str = "cluster",
         balancer: Optional[Literal["round_robin", "weighted_random", "least_outstanding"]] = None,
         breaker: Optional[Mapping[str, Any]] = None,
@@ -289,6 +291,8 @@ class Cluster:
         idempotent: bool = True,
         budget: Optional[Mapping[str, Any]] = None,
         fail_percent: Optional[int] = None,
+        forks: int = 2,
+        failback: Optional[Mapping[str, Any]] = None,
         default: Any = None,
         failure_exceptions: Optional[ExceptionTypes] = None,
         ignore_exceptions: Optional[ExceptionTypes] = None,
@@ -299,6 +303,15 @@ class Cluster:
     ) -> None: ...
     def call(self, *args: Any, **kwargs: Any) -> Any: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def acall(self, *args: Any, **kwargs: Any) -> AsyncCall[Any]: ...
+    @property
+    def strategy(self) -> str: ...
+    def stats(self) -> dict[str, Any]: ...
+    def run_due(self) -> dict[str, int]: ...
+    @property
+    def pending(self) -> int: ...
+    def dead_letters(self) -> list[bytes]: ...
+    def run_failback(self) -> AsyncCall[None]: ...
     @property
     def endpoints(self) -> list[dict[str, Any]]: ...
     @property

@@ -38,6 +38,8 @@ pub(crate) struct AwaitLeaf {
     iter: Option<Py<PyAny>>,
     /// The future it last yielded, until it is done.
     waiting: Option<Py<PyAny>>,
+    /// The poll in which it last yielded (0: not suspended).
+    suspended_at: u64,
     /// A value known at once (a plain function's result, or its error).
     ready: Option<PyResult<Py<PyAny>>>,
 }
@@ -51,11 +53,7 @@ pub(crate) fn call_leaf(
     args: &Py<PyTuple>,
     kwargs: Option<&Py<PyDict>>,
 ) -> AwaitLeaf {
-    let ready = |r| AwaitLeaf {
-        iter: None,
-        waiting: None,
-        ready: Some(r),
-    };
+    let ready = AwaitLeaf::ready;
     let value = match func
         .bind(py)
         .call(args.bind(py), kwargs.map(|k| k.bind(py)))
@@ -71,6 +69,16 @@ pub(crate) fn call_leaf(
 }
 
 impl AwaitLeaf {
+    /// A leaf whose result is known already.
+    pub(crate) fn ready(r: PyResult<Py<PyAny>>) -> Self {
+        AwaitLeaf {
+            iter: None,
+            waiting: None,
+            suspended_at: 0,
+            ready: Some(r),
+        }
+    }
+
     /// A leaf stepping `value`, `None` when it is not awaitable.
     pub(crate) fn new(value: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
         let py = value.py();
@@ -92,6 +100,7 @@ impl AwaitLeaf {
         Ok(Some(AwaitLeaf {
             iter: Some(iter.unbind()),
             waiting: None,
+            suspended_at: 0,
             ready: None,
         }))
     }
@@ -104,7 +113,7 @@ impl AwaitLeaf {
             return Poll::Pending;
         };
         let iter = iter.bind(py).clone();
-        let result = match super::take_thrown(py) {
+        let result = match super::take_thrown(py, self.suspended_at) {
             Some(err) => {
                 let is_cancel = cancelled_error(py).is_ok_and(|t| err.is_instance(py, t.as_any()));
                 if let Some(f) = self.waiting.take()
@@ -136,6 +145,7 @@ impl AwaitLeaf {
             Ok(Step::Yielded(y)) => {
                 super::wait_on(y.clone_ref(py));
                 self.waiting = Some(y);
+                self.suspended_at = super::poll_id();
                 Poll::Pending
             }
             Ok(Step::Returned(v)) => {

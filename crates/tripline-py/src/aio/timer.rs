@@ -45,6 +45,7 @@ impl Timer for AsyncioTimer {
             delay: d,
             until,
             armed: None,
+            suspended_at: 0,
         })
     }
 }
@@ -56,6 +57,8 @@ struct SleepLeaf {
     until: Option<(SharedClock, Timestamp)>,
     /// The future and the handle, once first polled.
     armed: Option<(Py<PyAny>, Py<PyAny>)>,
+    /// The poll in which it last waited (0: never).
+    suspended_at: u64,
 }
 
 impl SleepLeaf {
@@ -107,6 +110,7 @@ impl SleepLeaf {
             if self.armed.is_some() {
                 fut.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
                 super::wait_on(fut.unbind());
+                self.suspended_at = super::poll_id();
                 return Ok(false);
             }
             // Re-armed for the rest of the time on the clock: arm anew.
@@ -119,8 +123,9 @@ impl Future for SleepLeaf {
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if super::is_throwing() {
-            // Cancelled while waiting: the driver drops the whole call.
+        if super::is_thrown_at(this.suspended_at) {
+            // Cancelled while waiting (its future may read cancelled, not
+            // over): the driver drops the whole call.
             return Poll::Pending;
         }
         Python::attach(|py| match this.poll_py(py) {

@@ -5,12 +5,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use tripline::Outcome;
 use tripline::cluster::{
-    BroadcastError, ClusterAttempt, ClusterError, Endpoint, EndpointFailure, EndpointOutcome,
+    BroadcastError, BroadcastReport, ClusterAttempt, ClusterError, Endpoint, EndpointFailure,
+    EndpointOutcome,
 };
+use tripline::fallback::DegradedReason;
+
+use crate::classify::Classify;
 
 use super::{Cluster, Strategy};
 
-type PyResultAny = Result<Py<PyAny>, PyErr>;
+pub(crate) type PyResultAny = Result<Py<PyAny>, PyErr>;
 /// A broadcast's results, by endpoint.
 type Results = Vec<(
     tripline::cluster::EndpointId,
@@ -44,30 +48,96 @@ impl Served {
     }
 }
 
+/// An endpoint's outcome: a connect exception is a connect failure (the
+/// endpoint never saw the call), the rest as the breaker classifies.
+pub(crate) fn endpoint_outcome(
+    py: Python<'_>,
+    classify: &Classify,
+    connect: &Py<PyAny>,
+    r: &PyResultAny,
+) -> EndpointOutcome {
+    let outcome = match r {
+        Ok(v) => classify.returned(py, v.bind(py)),
+        Err(e) => {
+            if e.value(py).is_instance(connect.bind(py)).unwrap_or(false) {
+                return EndpointOutcome::ConnectFailure;
+            }
+            classify.raised(py, e).unwrap_or(Outcome::Ignored)
+        }
+    };
+    match outcome {
+        Outcome::Success => EndpointOutcome::Success,
+        Outcome::Ignored => EndpointOutcome::Ignored,
+        Outcome::Failure => EndpointOutcome::UpstreamFailure,
+    }
+}
+
+/// `(address, *args)`.
+pub(crate) fn endpoint_args<'py>(
+    py: Python<'py>,
+    endpoint: &Endpoint,
+    args: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut items: Vec<Bound<'_, PyAny>> = Vec::with_capacity(args.len() + 1);
+    items.push(pyo3::types::PyString::new(py, endpoint.address()).into_any());
+    items.extend(args.iter());
+    PyTuple::new(py, items)
+}
+
+/// A `tripline.Served`: `value`, degraded for `reason` if any.
+pub(crate) fn served(
+    py: Python<'_>,
+    value: Py<PyAny>,
+    reason: Option<DegradedReason>,
+) -> PyResult<Py<PyAny>> {
+    let reason = reason.map(|r| {
+        serde_json::to_value(r)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{r:?}"))
+    });
+    Ok(Py::new(
+        py,
+        Served {
+            degraded: reason.is_some(),
+            reason,
+            value,
+        },
+    )?
+    .into_any())
+}
+
 impl Cluster {
     fn outcome(&self, py: Python<'_>, r: &PyResultAny) -> EndpointOutcome {
-        let outcome = match r {
-            Ok(v) => self.classify.returned(py, v.bind(py)),
-            Err(e) => {
-                if e.value(py)
-                    .is_instance(self.connect.bind(py))
-                    .unwrap_or(false)
-                {
-                    return EndpointOutcome::ConnectFailure;
-                }
-                match self.classify.raised(py, e) {
-                    Some(o) => o,
-                    None => Outcome::Ignored,
+        endpoint_outcome(py, &self.classify, &self.connect, r)
+    }
+}
+
+/// The failsafe default for `err`: `default(exc)` when callable (what it
+/// returns; logged and `None` if it raises), else `default` itself.
+pub(crate) fn default_for(
+    py: Python<'_>,
+    default: Option<&Py<PyAny>>,
+    err: &ClusterError<PyErr>,
+) -> Py<PyAny> {
+    {
+        match default {
+            Some(d) if d.bind(py).is_callable() => {
+                match d.bind(py).call1((error_ref(py, err).value(py),)) {
+                    Ok(v) => v.unbind(),
+                    Err(e) => {
+                        crate::errors::log_raised(py, "failsafe default", e);
+                        py.None()
+                    }
                 }
             }
-        };
-        match outcome {
-            Outcome::Success => EndpointOutcome::Success,
-            Outcome::Ignored => EndpointOutcome::Ignored,
-            Outcome::Failure => EndpointOutcome::UpstreamFailure,
+            Some(d) => d.clone_ref(py),
+            None => py.None(),
         }
     }
+}
 
+impl Cluster {
     fn call_endpoint(
         &self,
         py: Python<'_>,
@@ -75,16 +145,13 @@ impl Cluster {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResultAny {
-        let mut items: Vec<Bound<'_, PyAny>> = Vec::with_capacity(args.len() + 1);
-        items.push(pyo3::types::PyString::new(py, endpoint.address()).into_any());
-        items.extend(args.iter());
-        let full = PyTuple::new(py, items)?;
+        let full = endpoint_args(py, endpoint, args)?;
         self.call.bind(py).call(full, kwargs).map(Bound::unbind)
     }
 }
 
 /// The exception for a cluster error (consuming it).
-fn error(py: Python<'_>, err: ClusterError<PyErr>) -> PyErr {
+pub(crate) fn error(py: Python<'_>, err: ClusterError<PyErr>) -> PyErr {
     match err {
         ClusterError::Failed { error, .. } => error,
         ClusterError::BudgetExhausted { last, .. } => error(py, *last),
@@ -98,7 +165,7 @@ fn error(py: Python<'_>, err: ClusterError<PyErr>) -> PyErr {
 }
 
 /// The exception for a cluster error seen by reference (failsafe's default).
-fn error_ref(py: Python<'_>, err: &ClusterError<PyErr>) -> PyErr {
+pub(crate) fn error_ref(py: Python<'_>, err: &ClusterError<PyErr>) -> PyErr {
     match err {
         ClusterError::Failed { error, .. } => error.clone_ref(py),
         ClusterError::BudgetExhausted { last, .. } => error_ref(py, last),
@@ -124,67 +191,56 @@ impl Cluster {
         match &self.strategy {
             Strategy::Failover(f) => f.call_with(&classify, op).map_err(|e| error(py, e)),
             Strategy::Failfast(f) => f.call_with(&classify, op).map_err(|e| error(py, e)),
-            Strategy::Failsafe(f) => {
-                let default = |e: &ClusterError<PyErr>| match &self.default {
-                    Some(d) if d.bind(py).is_callable() => {
-                        match d.bind(py).call1((error_ref(py, e).value(py),)) {
-                            Ok(v) => v.unbind(),
-                            Err(err) => {
-                                crate::errors::log_raised(py, "failsafe default", err);
-                                py.None()
-                            }
-                        }
-                    }
-                    Some(d) => d.clone_ref(py),
-                    None => py.None(),
-                };
-                let served = f.call_with(&classify, default, op);
-                let reason = served.degraded.as_ref().map(|d| {
-                    serde_json::to_value(d.reason)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_else(|| format!("{:?}", d.reason))
-                });
-                Ok(Py::new(
-                    py,
-                    Served {
-                        degraded: served.degraded.is_some(),
-                        reason,
-                        value: served.value,
-                    },
-                )?
-                .into_any())
+            Strategy::Failsafe(f, _) => {
+                let default = |e: &ClusterError<PyErr>| default_for(py, self.default.as_ref(), e);
+                let s = f.call_with(&classify, default, op);
+                served(py, s.value, s.degraded.map(|d| d.reason))
             }
-            Strategy::Broadcast(b) => match b.call_with(&classify, op) {
-                Ok(report) => report_dict(py, report.results),
-                Err(BroadcastError::Unavailable(u)) => Err(crate::errors::named_error(
+            Strategy::Forking(f, _) => super::forking_sync::call(self, py, f, args, kwargs),
+            Strategy::Failback(f) => super::failback::submit(py, f, args, kwargs),
+            Strategy::Broadcast(b) => {
+                broadcast_answer(py, self.cluster.name(), b.call_with(&classify, op))
+            }
+        }
+    }
+}
+
+/// A broadcast's answer: `{endpoint_id: answer}`, or the error.
+pub(crate) fn broadcast_answer(
+    py: Python<'_>,
+    cluster: &str,
+    r: Result<BroadcastReport<Py<PyAny>, PyErr>, BroadcastError<Py<PyAny>, PyErr>>,
+) -> PyResult<Py<PyAny>> {
+    {
+        match r {
+            Ok(report) => report_dict(py, report.results),
+            Err(BroadcastError::Unavailable(u)) => Err(crate::errors::named_error(
+                py,
+                "ClusterUnavailableError",
+                u.to_string(),
+            )),
+            Err(BroadcastError::Failed {
+                report,
+                fail_percent,
+            }) => {
+                let results = report_dict(py, report.results)?;
+                let message = format!(
+                    "broadcast to cluster {:?} failed (tolerance: {})",
+                    cluster,
+                    fail_percent.map_or("none".to_owned(), |p| format!("{p}% of endpoints"))
+                );
+                Err(crate::errors::named_error_with(
                     py,
-                    "ClusterUnavailableError",
-                    u.to_string(),
-                )),
-                Err(BroadcastError::Failed {
-                    report,
-                    fail_percent,
-                }) => {
-                    let results = report_dict(py, report.results)?;
-                    let message = format!(
-                        "broadcast to cluster {:?} failed (tolerance: {})",
-                        self.cluster.name(),
-                        fail_percent.map_or("none".to_owned(), |p| format!("{p}% of endpoints"))
-                    );
-                    Err(crate::errors::named_error_with(
-                        py,
-                        "BroadcastError",
-                        (message, results),
-                    ))
-                }
-            },
+                    "BroadcastError",
+                    (message, results),
+                ))
+            }
         }
     }
 }
 
 /// `{endpoint_id: answer or exception}`.
-fn report_dict(py: Python<'_>, results: Results) -> PyResult<Py<PyAny>> {
+pub(crate) fn report_dict(py: Python<'_>, results: Results) -> PyResult<Py<PyAny>> {
     let d = PyDict::new(py);
     for (id, r) in results {
         let value = match r {
