@@ -43,6 +43,8 @@ pub struct Cluster {
     pub(crate) default: Option<Py<PyAny>>,
     /// The worker threads of sync forking calls, made at the first.
     pub(crate) workers: pyo3::sync::PyOnceLock<Py<PyAny>>,
+    /// What the exporter reads; dropped with the cluster.
+    _tracked: Arc<crate::tracked::TrackedCluster>,
 }
 
 /// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
@@ -149,6 +151,22 @@ impl Cluster {
                 seed,
             },
         )?;
+        let book = Arc::new(crate::tracked::OutlierBook::default());
+        let tracked = Arc::new(crate::tracked::TrackedCluster {
+            _subscription: cluster.subscribe(book.callback()),
+            book,
+            cluster: cluster.clone(),
+            failback: match &strategy {
+                Strategy::Failback(f) => Some(f.clone()),
+                _ => None,
+            },
+            budget: match &strategy {
+                Strategy::Failover(f) => f.budget().cloned(),
+                Strategy::Forking(_, b) => b.clone(),
+                _ => None,
+            },
+        });
+        crate::tracked::track_cluster(&tracked);
         let connect = match connect_exceptions {
             Some(c) => exception_types(c, "connect_exceptions")?,
             None => py
@@ -168,6 +186,7 @@ impl Cluster {
             connect,
             default: default.filter(|d| !d.is_none()).map(Bound::unbind),
             workers: pyo3::sync::PyOnceLock::new(),
+            _tracked: tracked,
         })
     }
 

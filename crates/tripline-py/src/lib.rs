@@ -53,5 +53,8 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cluster::call::Served>()?;
     m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_pipeline_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;
+    m.add("_OUTLIER_DETECTORS", tracked::DETECTORS.to_vec())?;
     Ok(())
 }

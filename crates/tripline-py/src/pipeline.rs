@@ -42,6 +42,8 @@ pub struct Pipeline {
     classify: Arc<Classify>,
     retry_exceptions: Option<Py<PyAny>>,
     fallback: Option<Py<PyAny>>,
+    /// What the exporter reads; dropped with the pipeline.
+    _tracked: Arc<crate::tracked::TrackedPipeline>,
 }
 
 /// A policy's dict as its config type, errors naming `policy.field`.
@@ -154,9 +156,16 @@ impl Pipeline {
             None => None,
         };
         let _ = py;
-        Ok(Pipeline {
+        let pipeline = builder.build().map_err(policy_error)?;
+        let tracked = Arc::new(crate::tracked::TrackedPipeline {
             name: name.to_owned(),
-            pipeline: builder.build().map_err(policy_error)?,
+            pipeline: pipeline.clone(),
+        });
+        crate::tracked::track_pipeline(&tracked);
+        Ok(Pipeline {
+            _tracked: tracked,
+            name: name.to_owned(),
+            pipeline,
             breaker,
             classify,
             retry_exceptions,

@@ -1,4 +1,5 @@
-//! Every live breaker and registry of the process, for exporters.
+//! Every live breaker, registry, pipeline and cluster of the process, for
+//! exporters.
 //!
 //! Weak references only: a breaker that Python frees leaves the list at the
 //! next collection, so tracking never keeps one alive (a per-request
@@ -9,13 +10,41 @@ use std::sync::{Arc, Mutex, Weak};
 
 use pyo3::prelude::*;
 
+use pyo3::types::PyDict;
+use tripline::budget::RetryBudget;
+use tripline::cluster::Failback;
+use tripline::outlier::ClusterSubscription;
+
 use crate::convert::serde_to_py;
 use crate::metrics::Metrics;
 
+mod outlier;
+
+pub(crate) use outlier::{DETECTORS, OutlierBook};
+
 type Registry = tripline::BreakerRegistry<String>;
+
+/// A pipeline as exported: its policies under its name.
+pub(crate) struct TrackedPipeline {
+    pub(crate) name: String,
+    pub(crate) pipeline: tripline::Pipeline,
+}
+
+/// A cluster as exported: health, outlier counts, endpoint breakers, and
+/// the failback queue or retry budget of its strategy.
+pub(crate) struct TrackedCluster {
+    pub(crate) cluster: tripline::cluster::Cluster,
+    pub(crate) failback: Option<Failback<PyErr>>,
+    pub(crate) budget: Option<RetryBudget>,
+    pub(crate) book: Arc<OutlierBook>,
+    /// Feeds `book`; unsubscribes when the cluster goes.
+    pub(crate) _subscription: ClusterSubscription,
+}
 
 static BREAKERS: Mutex<Vec<Weak<tripline::CircuitBreaker>>> = Mutex::new(Vec::new());
 static REGISTRIES: Mutex<Vec<Weak<Registry>>> = Mutex::new(Vec::new());
+static PIPELINES: Mutex<Vec<Weak<TrackedPipeline>>> = Mutex::new(Vec::new());
+static CLUSTERS: Mutex<Vec<Weak<TrackedCluster>>> = Mutex::new(Vec::new());
 
 fn push<T>(list: &Mutex<Vec<Weak<T>>>, item: &Arc<T>) {
     let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
@@ -43,6 +72,16 @@ pub(crate) fn track_registry(r: &Arc<Registry>) {
     push(&REGISTRIES, r);
 }
 
+/// Tracks a pipeline.
+pub(crate) fn track_pipeline(p: &Arc<TrackedPipeline>) {
+    push(&PIPELINES, p);
+}
+
+/// Tracks a cluster.
+pub(crate) fn track_cluster(c: &Arc<TrackedCluster>) {
+    push(&CLUSTERS, c);
+}
+
 /// The metrics of every live standalone breaker.
 #[pyfunction]
 pub(crate) fn _breaker_metrics() -> Vec<Metrics> {
@@ -59,4 +98,72 @@ pub(crate) fn _registry_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>>
         .iter()
         .map(|r| serde_to_py(py, &r.stats()))
         .collect()
+}
+
+/// The policy counts of every live pipeline (`Pipeline.stats()` dicts).
+#[pyfunction]
+pub(crate) fn _pipeline_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    live(&PIPELINES)
+        .iter()
+        .map(|p| crate::pipeline::stats::stats(py, &p.name, &p.pipeline))
+        .collect()
+}
+
+/// Every live cluster: `{"cluster", "endpoints", "routable", "panic",
+/// "active", "ejections", "skipped", "panic_entered", "family",
+/// "breakers", "registry", "failback", "budget"}`.
+#[pyfunction]
+pub(crate) fn _cluster_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    live(&CLUSTERS).iter().map(|c| cluster(py, c)).collect()
+}
+
+fn cluster<'py>(py: Python<'py>, c: &TrackedCluster) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let health = c.cluster.health();
+    let o = c.book.sample(&c.cluster);
+    d.set_item("cluster", c.cluster.name())?;
+    d.set_item("endpoints", health.endpoints)?;
+    d.set_item("routable", health.routable)?;
+    d.set_item("panic", health.panic)?;
+    d.set_item("active", o.active.to_vec())?;
+    d.set_item("ejections", o.ejections.to_vec())?;
+    d.set_item(
+        "skipped",
+        o.skipped.iter().map(|s| s.to_vec()).collect::<Vec<_>>(),
+    )?;
+    d.set_item("panic_entered", o.panic_entered)?;
+    let breakers = c.cluster.breakers();
+    d.set_item("family", breakers.family())?;
+    let mut metrics = Vec::new();
+    breakers.for_each_breaker(|_, b| metrics.push(Metrics::from(b.metrics())));
+    d.set_item("breakers", metrics)?;
+    d.set_item("registry", serde_to_py(py, &breakers.stats())?)?;
+    let failback = match &c.failback {
+        Some(f) => {
+            let s = f.stats();
+            let fd = PyDict::new(py);
+            fd.set_item("depth", f.pending())?;
+            fd.set_item(
+                "oldest_age",
+                f.oldest_pending_age().map_or(0.0, |a| a.as_secs_f64()),
+            )?;
+            fd.set_item("delivered_first", s.delivered_first)?;
+            fd.set_item("queued", s.queued)?;
+            fd.set_item("refused", s.refused)?;
+            fd.set_item("delivered_later", s.delivered_later)?;
+            fd.set_item("retries_failed", s.retries_failed)?;
+            fd.set_item("gave_up", s.gave_up)?;
+            Some(fd)
+        }
+        None => None,
+    };
+    d.set_item("failback", failback)?;
+    d.set_item(
+        "budget",
+        c.budget
+            .as_ref()
+            .map(|b| crate::pipeline::stats::budget_stats(py, b))
+            .transpose()?,
+    )?;
+    Ok(d)
 }

@@ -69,6 +69,77 @@ def test_registries_export_bounded_stats(clock):
     assert "export-family:a" not in text  # never one series per key
 
 
+def test_pipelines_export_retry_budget_and_bulkhead_families(clock):
+    p = tripline.pipeline(
+        name="inventory-export",
+        retry={"max_attempts": 2, "backoff": {"kind": "none"}},
+        budget={"ratio": 0.5, "min_retries_per_second": 1},
+        bulkhead={"max_concurrent": 3},
+        clock=clock,
+    )
+    with pytest.raises(ConnectionError):
+        p.call(lambda: (_ for _ in ()).throw(ConnectionError("down")))
+    text = exposition()
+    assert 'tripline_retry_attempts_total{name="inventory-export"} 2.0' in text
+    assert 'tripline_retry_retries_total{name="inventory-export"} 1.0' in text
+    assert 'tripline_retry_refusals_total{name="inventory-export",reason="max_attempts"} 1.0' in text
+    assert 'tripline_retry_budget_requests_total{name="inventory-export"} 1.0' in text
+    assert 'tripline_retry_budget_withdrawals_total{name="inventory-export"} 1.0' in text
+    assert 'tripline_retry_budget_available{name="inventory-export"}' in text
+    assert 'tripline_bulkhead_max_concurrent{name="inventory-export"} 3.0' in text
+    assert 'tripline_bulkhead_admitted_total{name="inventory-export"} 2.0' in text
+    assert 'tripline_bulkhead_in_use{name="inventory-export"} 0.0' in text
+    del p
+    assert "inventory-export" not in exposition()  # a freed pipeline leaves
+
+
+def test_clusters_export_health_outliers_endpoint_breakers_and_failback(clock, tmp_path):
+    bad = {"n": 0}
+
+    def call(address: str) -> str:
+        if address == "bad:1":
+            bad["n"] += 1
+            raise ConnectionResetError(address)
+        return address
+
+    cluster = tripline.Cluster(
+        ["good:1", "bad:1"],
+        call=call,
+        name="users-export",
+        breaker={"window": {"kind": "count", "size": 100}, "minimum_calls": 100},
+        outlier={"interval": 1, "base_ejection_time": 30, "max_ejection_percent": 100,
+                 "consecutive_failures": {"threshold": 2, "enforcing_percent": 100}, "success_rate": None},
+        budget={"ratio": 0.5},
+        clock=clock,
+    )
+    for _ in range(6):
+        assert cluster() == "good:1"
+    clock.advance(1)
+    cluster.analyze()
+    text = exposition()
+    assert 'tripline_cluster_endpoints{cluster="users-export"} 2.0' in text
+    assert 'tripline_cluster_routable_endpoints{cluster="users-export"} 1.0' in text
+    assert 'tripline_outlier_ejections_total{cluster="users-export",detector="consecutive_failures"} 1.0' in text
+    assert 'tripline_outlier_ejections_active{cluster="users-export",detector="consecutive_failures"} 1.0' in text
+    assert 'tripline_outlier_panic_mode{cluster="users-export"} 0.0' in text
+    assert 'tripline_breaker_calls_total{name="users-export:bad:1",outcome="failed"}' in text
+    assert 'tripline_registry_breakers_created_total{family="users-export"} 2.0' in text
+    assert 'tripline_retry_budget_requests_total{name="users-export"} 6.0' in text
+
+    def send(address: str, payload: bytes) -> None:
+        raise ConnectionRefusedError(address)
+
+    queue = tripline.Cluster(["points:1"], call=send, name="points-export", strategy="failback",
+                             failback={"dir": str(tmp_path / "q"), "fsync": "never"}, clock=clock)
+    queue.call(b"x")
+    clock.advance(3)
+    text = exposition()
+    assert 'tripline_failback_queue_depth{name="points-export"} 1.0' in text
+    assert 'tripline_failback_oldest_entry_age_seconds{name="points-export"} 3.0' in text
+    assert 'tripline_failback_submissions_total{name="points-export",outcome="queued"} 1.0' in text
+    assert 'tripline_failback_deliveries_total{name="points-export",outcome="gave_up"} 0.0' in text
+
+
 def test_freed_breakers_leave_the_export():
     b = tripline.CircuitBreaker("ephemeral-export")
     assert "ephemeral-export" in exposition()
@@ -135,6 +206,8 @@ def test_a_real_prometheus_scrapes_a_python_process(tmp_path, make_breaker):
     port = free_port()
     server, thread = prometheus_client.start_http_server(port, addr="127.0.0.1", registry=registry)
     b = make_breaker("scraped")
+    scraped = tripline.Cluster(["x:1", "y:1"], call=lambda a: a, name="scraped-cluster")
+    scraped_pipeline = tripline.pipeline(name="scraped-pipeline", bulkhead={"max_concurrent": 7})
     prom = Prometheus(f"127.0.0.1:{port}", tmp_path)
     try:
         prom.until("the closed breaker", 'tripline_breaker_state_code{name="scraped"}', 0.0)
@@ -142,6 +215,9 @@ def test_a_real_prometheus_scrapes_a_python_process(tmp_path, make_breaker):
         prom.until("the open breaker", 'tripline_breaker_state{name="scraped",state="open"}', 1.0)
         prom.until("the compat state", 'circuit_breaker_state{name="scraped"}', 1.0)
         prom.until("the failures", 'circuit_breaker_requests_total{name="scraped",result="failure"}', 4.0)
+        prom.until("the cluster", 'tripline_cluster_routable_endpoints{cluster="scraped-cluster"}', 2.0)
+        prom.until("the bulkhead", 'tripline_bulkhead_max_concurrent{name="scraped-pipeline"}', 7.0)
+        assert scraped.name and scraped_pipeline.name
     finally:
         prom.stop()
         server.shutdown()

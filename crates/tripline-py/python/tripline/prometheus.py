@@ -11,7 +11,12 @@ services: ``tripline_breaker_state{name,state}``,
 ``tripline_breaker_calls_total{name,outcome}``,
 ``tripline_breaker_failure_rate{name}``, ... and, per registry (bounded
 cardinality: never one series per key),
-``tripline_registry_breakers{family,state}`` and friends. With
+``tripline_registry_breakers{family,state}`` and friends; per pipeline
+(by its ``name``) ``tripline_retry_*``, ``tripline_retry_budget_*`` and
+``tripline_bulkhead_*``; per cluster ``tripline_cluster_endpoints{cluster}``,
+``tripline_cluster_routable_endpoints``, ``tripline_outlier_*``, its
+endpoint breakers (as breakers, and as a registry family), its retry
+budget and, for failback, ``tripline_failback_*``. With
 ``compat=True`` the generic ``circuit_breaker_state{name}`` and
 ``circuit_breaker_requests_total{name,result}`` that many existing
 dashboards query are exported too.
@@ -51,7 +56,16 @@ class TriplineCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         p = self.prefix
+        clusters = _tripline._cluster_stats()
         metrics = _tripline._breaker_metrics()
+        # Endpoint breakers too; a name exported already (a standalone
+        # breaker of the same name) is left out, never written twice.
+        names = {m.name for m in metrics}
+        for c in clusters:
+            for m in c["breakers"]:
+                if m.name not in names:
+                    names.add(m.name)
+                    metrics.append(m)
         state = GaugeMetricFamily(f"{p}_breaker_state", "1 for the breaker's current state, 0 for the others", labels=["name", "state"])
         code = GaugeMetricFamily(
             f"{p}_breaker_state_code",
@@ -105,9 +119,152 @@ class TriplineCollector:
                 requests.add_metric([m.name, "short_circuited"], m.rejected)
             yield cstate
             yield requests
-        stats = _tripline._registry_stats()
+        stats = _tripline._registry_stats() + [c["registry"] for c in clusters]
         if stats:
             yield from self._registries(stats)
+        pipelines = _tripline._pipeline_stats()
+        named_budgets = [(s["name"], s["budget"]) for s in pipelines if s["budget"] is not None]
+        named_budgets += [(c["cluster"], c["budget"]) for c in clusters if c["budget"] is not None]
+        yield from self._retries([s for s in pipelines if s["retry"] is not None])
+        yield from self._budgets(named_budgets)
+        yield from self._bulkheads([s for s in pipelines if s["bulkhead"] is not None])
+        if clusters:
+            yield from self._clusters(clusters)
+        failbacks = [(c["cluster"], c["failback"]) for c in clusters if c["failback"] is not None]
+        if failbacks:
+            yield from self._failbacks(failbacks)
+
+    def _retries(self, pipelines: list[dict[str, Any]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
+        if not pipelines:
+            return
+        p = self.prefix
+        attempts = CounterMetricFamily(f"{p}_retry_attempts", "Attempts made, first attempts included", labels=["name"])
+        retries = CounterMetricFamily(f"{p}_retry_retries", "Retries made (attempts after the first)", labels=["name"])
+        refusals = CounterMetricFamily(f"{p}_retry_refusals", "Wanted retries not made, by reason", labels=["name", "reason"])
+        for s in pipelines:
+            r = s["retry"]
+            attempts.add_metric([s["name"]], r["attempts"])
+            retries.add_metric([s["name"]], r["retries"])
+            for reason, n in r["refused"].items():
+                refusals.add_metric([s["name"], reason], n)
+        yield from (attempts, retries, refusals)
+
+    def _budgets(self, budgets: list[tuple[str, dict[str, Any]]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        if not budgets:
+            return
+        p = self.prefix
+        available = GaugeMetricFamily(f"{p}_retry_budget_available", "Retries the budget would grant now", labels=["name"])
+        requests = CounterMetricFamily(f"{p}_retry_budget_requests", "Requests deposited into the budget", labels=["name"])
+        withdrawals = CounterMetricFamily(f"{p}_retry_budget_withdrawals", "Retries (and hedges) the budget granted", labels=["name"])
+        refusals = CounterMetricFamily(
+            f"{p}_retry_budget_refusals", "Retries (and hedges) refused because the budget was spent", labels=["name"]
+        )
+        for name, b in budgets:
+            available.add_metric([name], b["available"])
+            requests.add_metric([name], b["deposits"])
+            withdrawals.add_metric([name], b["withdrawals"])
+            refusals.add_metric([name], b["refused"])
+        yield from (available, requests, withdrawals, refusals)
+
+    def _bulkheads(self, pipelines: list[dict[str, Any]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        if not pipelines:
+            return
+        p = self.prefix
+        in_use = GaugeMetricFamily(f"{p}_bulkhead_in_use", "Calls holding a bulkhead slot now", labels=["name"])
+        queued = GaugeMetricFamily(f"{p}_bulkhead_queued", "Calls waiting for a bulkhead slot now", labels=["name"])
+        most = GaugeMetricFamily(f"{p}_bulkhead_max_concurrent", "Slots of the bulkhead", labels=["name"])
+        admitted = CounterMetricFamily(f"{p}_bulkhead_admitted", "Bulkhead slots granted", labels=["name"])
+        rejected = CounterMetricFamily(f"{p}_bulkhead_rejected", "Calls the bulkhead rejected", labels=["name"])
+        for s in pipelines:
+            b, n = s["bulkhead"], [s["name"]]
+            in_use.add_metric(n, b["in_flight"])
+            queued.add_metric(n, b["waiting"])
+            most.add_metric(n, b["max_concurrent"])
+            admitted.add_metric(n, b["admitted"])
+            rejected.add_metric(n, b["rejected"])
+        yield from (in_use, queued, most, admitted, rejected)
+
+    def _clusters(self, clusters: list[dict[str, Any]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        p = self.prefix
+        detectors = _tripline._OUTLIER_DETECTORS
+        endpoints = GaugeMetricFamily(f"{p}_cluster_endpoints", "Endpoints in the cluster", labels=["cluster"])
+        routable = GaugeMetricFamily(
+            f"{p}_cluster_routable_endpoints", "Endpoints neither ejected nor marked unhealthy", labels=["cluster"]
+        )
+        active = GaugeMetricFamily(
+            f"{p}_outlier_ejections_active",
+            "Endpoints ejected now, by the detector that ejected them (unknown: before registration)",
+            labels=["cluster", "detector"],
+        )
+        ejections = CounterMetricFamily(
+            f"{p}_outlier_ejections", "Ejections since the cluster was registered, by detector", labels=["cluster", "detector"]
+        )
+        skipped = CounterMetricFamily(
+            f"{p}_outlier_detections_skipped",
+            "Outlier detections that ejected nothing, by reason (not_enforced, max_ejection_percent)",
+            labels=["cluster", "detector", "reason"],
+        )
+        panic = GaugeMetricFamily(
+            f"{p}_outlier_panic_mode",
+            "1 while the cluster is in panic mode (too few healthy endpoints: health ignored)",
+            labels=["cluster"],
+        )
+        panic_entered = CounterMetricFamily(
+            f"{p}_outlier_panic_entered", "Entries into panic mode since the cluster was registered", labels=["cluster"]
+        )
+        for c in clusters:
+            n = c["cluster"]
+            endpoints.add_metric([n], c["endpoints"])
+            routable.add_metric([n], c["routable"])
+            for d, count in zip(detectors, c["active"]):
+                active.add_metric([n, d], count)
+            # `unknown` is only ever a current state, never a counted ejection.
+            for d, count, per_reason in zip(detectors[:-1], c["ejections"], c["skipped"]):
+                ejections.add_metric([n, d], count)
+                for reason, k in zip(("not_enforced", "max_ejection_percent"), per_reason):
+                    skipped.add_metric([n, d, reason], k)
+            panic.add_metric([n], 1.0 if c["panic"] else 0.0)
+            panic_entered.add_metric([n], c["panic_entered"])
+        yield from (endpoints, routable, active, ejections, skipped, panic, panic_entered)
+
+    def _failbacks(self, queues: list[tuple[str, dict[str, Any]]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        p = self.prefix
+        depth = GaugeMetricFamily(f"{p}_failback_queue_depth", "Failback entries pending delivery", labels=["name"])
+        age = GaugeMetricFamily(
+            f"{p}_failback_oldest_entry_age_seconds",
+            "Age of the oldest pending failback entry; 0 when the queue is empty",
+            labels=["name"],
+        )
+        submissions = CounterMetricFamily(
+            f"{p}_failback_submissions",
+            "Failback submissions by outcome (delivered at once, queued, refused)",
+            labels=["name", "outcome"],
+        )
+        deliveries = CounterMetricFamily(
+            f"{p}_failback_deliveries",
+            "Background deliveries by outcome (delivered, retry_failed, gave_up)",
+            labels=["name", "outcome"],
+        )
+        for name, q in queues:
+            depth.add_metric([name], q["depth"])
+            age.add_metric([name], q["oldest_age"])
+            submissions.add_metric([name, "delivered"], q["delivered_first"])
+            submissions.add_metric([name, "queued"], q["queued"])
+            submissions.add_metric([name, "refused"], q["refused"])
+            deliveries.add_metric([name, "delivered"], q["delivered_later"])
+            deliveries.add_metric([name, "retry_failed"], q["retries_failed"])
+            deliveries.add_metric([name, "gave_up"], q["gave_up"])
+        yield from (depth, age, submissions, deliveries)
 
     def _registries(self, stats: list[dict[str, Any]]) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
