@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +70,62 @@ def test_a_disabled_breaker_never_rejects(seq):
     b.disable()
     assert run(b, seq)[4] == 0
     assert b.state == "disabled"
+
+
+failures = st.lists(st.booleans(), min_size=1, max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(script=failures, max_attempts=st.integers(1, 5), ratio=st.sampled_from([0.0, 0.1, 0.5, 1.0]), calls=st.integers(1, 8))
+def test_a_pipeline_never_attempts_more_than_max_attempts_and_its_budget_never_goes_negative(
+    script, max_attempts, ratio, calls
+):
+    """Sync and async: each logical call makes 1..max_attempts attempts;
+    the retry budget's level stays ≥ 0 and grants no more than it holds."""
+    clock = tripline.ManualClock()
+    p = tripline.pipeline(
+        retry={"max_attempts": max_attempts, "backoff": {"kind": "constant", "delay": "10ms"}},
+        budget={"ratio": ratio, "min_retries_per_second": 0.1},
+        clock=clock,
+    )
+    attempts: list[int] = []
+    position = 0
+
+    def attempt() -> str:
+        nonlocal position
+        attempts[-1] += 1
+        fail = script[position % len(script)]
+        position += 1
+        if fail:
+            raise ConnectionError("scripted")
+        return "ok"
+
+    async def attempt_async() -> str:
+        await asyncio.sleep(0)
+        return attempt()
+
+    async def run_async() -> None:
+        for _ in range(calls):
+            attempts.append(0)
+            try:
+                await p.acall(attempt_async)
+            except ConnectionError:
+                pass
+            budget = p.stats()["budget"]
+            assert budget["available"] >= 0
+
+    for _ in range(calls):
+        attempts.append(0)
+        try:
+            p.call(attempt)
+        except ConnectionError:
+            pass
+        assert p.stats()["budget"]["available"] >= 0
+    asyncio.run(run_async())
+    assert all(1 <= n <= max_attempts for n in attempts)
+    stats = p.stats()
+    assert stats["retry"]["attempts"] == sum(attempts)
+    assert stats["retry"]["retries"] == sum(attempts) - len(attempts)
+    budget = stats["budget"]
+    assert budget["withdrawals"] == stats["retry"]["retries"]
+    assert budget["deposits"] == len(attempts)
