@@ -14,9 +14,10 @@ use crate::errors::circuit_open;
 
 /// Why each currently open breaker tripped, by breaker name: the text a
 /// `CircuitOpenError` carries. Filled from the breakers' own transition
-/// events (built only on a transition), read only on a rejection.
+/// events (built only on a transition), read only on a rejection — with
+/// a fast hash, as the lookup is on the rejected path.
 #[derive(Default)]
-pub(crate) struct Reasons(Mutex<HashMap<String, Py<PyString>>>);
+pub(crate) struct Reasons(Mutex<HashMap<String, Py<PyString>, foldhash::fast::FixedState>>);
 
 impl Reasons {
     /// Records `event`'s reason if it opened a breaker, forgets it if it
