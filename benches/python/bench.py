@@ -303,6 +303,11 @@ def main() -> None:
         closed_ratio = results["tripline"][0] / min(v[0] for v in peers.values())
         rejected_ratio = results["tripline"][1] / min(v[1] for v in peers.values())
         print(f"  tripline / fastest peer: closed overhead {closed_ratio:.3f}x, rejected {rejected_ratio:.3f}x")
+    # What any breaker that raises pays at least: a C function raising an
+    # exception that the loop catches (a dict miss), with no breaker at all.
+    floor = per_call_ns(rejected_loop({}.__getitem__, KeyError), n, rounds)
+    print(f"  floor of a rejection: a C function raising KeyError, caught: {floor:.0f} ns/call")
+    print(f"  tripline's rejected path above that floor: {results['tripline'][1] - floor:.0f} ns")
     print()
 
     abare = per_call_ns(async_loop(aplain), n, rounds)
