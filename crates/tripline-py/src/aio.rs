@@ -27,11 +27,11 @@
 //! released unrecorded, losing coroutines closed — and the exception
 //! propagates.
 
+mod frame;
 mod leaf;
 mod timer;
 mod wake;
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,10 +39,11 @@ use std::task::{Context, Poll, Waker};
 
 use pyo3::exceptions::{PyBaseException, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use pyo3::{IntoPyObjectExt, intern};
 
+use frame::running_loop;
+pub(crate) use frame::{abort, event_loop, helpers, is_thrown_at, poll_id, take_thrown, wait_on};
 pub(crate) use leaf::{AwaitLeaf, call_leaf};
 pub(crate) use timer::AsyncioTimer;
 
@@ -50,107 +51,6 @@ use crate::iter_send::Step;
 
 /// A Rust future whose output is a Python call's.
 pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = PyResult<Py<PyAny>>> + Send>>;
-
-/// What the leaves of one poll report to the driver.
-struct Frame {
-    /// This poll's number (increasing per thread): a leaf suspended in an
-    /// earlier poll is one a thrown exception is for.
-    id: u64,
-    /// An exception thrown into the awaitable (a task's cancellation), for
-    /// the suspended coroutines.
-    thrown: Option<PyErr>,
-    /// Whether a coroutine took `thrown`.
-    thrown_used: bool,
-    /// The futures the leaves wait on (`None` for "step me again soon").
-    yielded: Vec<Py<PyAny>>,
-    /// A `BaseException` that ends the whole call unrecorded.
-    abort: Option<PyErr>,
-    /// The running loop, looked up when a leaf first needs it.
-    event_loop: Option<Py<PyAny>>,
-}
-
-thread_local! {
-    /// The frames of the polls in progress on this thread, innermost last
-    /// (a coroutine stepped by one driver may await another).
-    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
-    /// The last poll number given out on this thread.
-    static POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// The current poll's number (0 outside any poll).
-pub(crate) fn poll_id() -> u64 {
-    with_frame(|f| f.id).unwrap_or(0)
-}
-
-/// Runs `f` on the innermost frame; `None` outside any poll. Borrows for
-/// `f` only: `f` must not step Python code that could poll a driver.
-fn with_frame<R>(f: impl FnOnce(&mut Frame) -> R) -> Option<R> {
-    FRAMES.with(|frames| frames.borrow_mut().last_mut().map(f))
-}
-
-/// The exception thrown into this poll, for a coroutine suspended since
-/// poll `suspended_at` (0: never suspended): asyncio throws into what was
-/// waiting — a task's cancellation, or the exception of the future the
-/// coroutine awaited — never into a coroutine started after the throw.
-pub(crate) fn take_thrown(py: Python<'_>, suspended_at: u64) -> Option<PyErr> {
-    with_frame(|f| {
-        if suspended_at == 0 || suspended_at >= f.id {
-            return None;
-        }
-        let e = f.thrown.as_ref()?.clone_ref(py);
-        f.thrown_used = true;
-        Some(e)
-    })
-    .flatten()
-}
-
-/// Whether an exception was thrown into this poll for what was suspended
-/// since poll `suspended_at` (see [`take_thrown`]), without taking it.
-pub(crate) fn is_thrown_at(suspended_at: u64) -> bool {
-    with_frame(|f| f.thrown.is_some() && suspended_at != 0 && suspended_at < f.id).unwrap_or(false)
-}
-
-/// Reports a future a leaf waits on.
-pub(crate) fn wait_on(future: Py<PyAny>) {
-    with_frame(|f| f.yielded.push(future));
-}
-
-/// Ends the call unrecorded with `err` (the first one wins).
-pub(crate) fn abort(err: PyErr) {
-    with_frame(|f| {
-        if f.abort.is_none() {
-            f.abort = Some(err);
-        }
-    });
-}
-
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static HELPERS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-
-/// The running asyncio loop of this poll, looked up once per call.
-pub(crate) fn event_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    if let Some(Some(l)) = with_frame(|f| f.event_loop.as_ref().map(|l| l.clone_ref(py))) {
-        return Ok(l);
-    }
-    let l = running_loop(py)?;
-    with_frame(|f| f.event_loop = Some(l.clone_ref(py)));
-    Ok(l)
-}
-
-/// `asyncio.get_running_loop()`.
-fn running_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
-    })?;
-    Ok(get.bind(py).call0()?.unbind())
-}
-
-/// `tripline._aio`, the few Python helpers (future callbacks).
-pub(crate) fn helpers(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    HELPERS
-        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("tripline._aio")?.unbind()))
-        .map(|m| m.bind(py))
-}
 
 /// An asyncio-awaitable tripline call (pipeline, cluster strategy,
 /// timeout): `await` it once, or hand it to `asyncio.create_task`.
@@ -198,23 +98,9 @@ impl AsyncCall {
             }));
         };
         self.wake.arm();
-        FRAMES.with(|frames| {
-            let id = POLLS.with(|p| {
-                p.set(p.get() + 1);
-                p.get()
-            });
-            frames.borrow_mut().push(Frame {
-                id,
-                thrown,
-                thrown_used: false,
-                yielded: Vec::new(),
-                abort: None,
-                event_loop: self.event_loop.take(),
-            })
-        });
+        frame::enter(thrown, self.event_loop.take());
         let poll = fut.as_mut().poll(&mut Context::from_waker(&self.waker));
-        let frame = FRAMES.with(|frames| frames.borrow_mut().pop());
-        let Some(frame) = frame else {
+        let Some(frame) = frame::leave() else {
             return Err(PyRuntimeError::new_err("tripline: asyncio frame lost"));
         };
         self.event_loop = frame.event_loop;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::PyDict;
 use serde_json::{Map, Value};
 use tripline::clock::SharedClock;
 use tripline::cluster::ClusterConfig;
@@ -16,8 +16,8 @@ use tripline::cluster::ClusterConfig;
 use crate::breaker::ManualClock;
 use crate::classify::{Classify, exception_types};
 use crate::config::{from_json, kwargs_json};
-use crate::convert::to_json;
 
+mod build;
 pub(crate) mod call;
 mod call_async;
 mod failback;
@@ -45,29 +45,6 @@ pub struct Cluster {
     pub(crate) workers: pyo3::sync::PyOnceLock<Py<PyAny>>,
     /// What the exporter reads; dropped with the cluster.
     _tracked: Arc<crate::tracked::TrackedCluster>,
-}
-
-/// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
-fn endpoints_json(endpoints: &Bound<'_, PyAny>) -> PyResult<Value> {
-    let not_a_list = || {
-        PyTypeError::new_err(
-            "`endpoints` must be a list of addresses or of {id, address, weight} dicts",
-        )
-    };
-    if endpoints.is_instance_of::<PyString>() {
-        return Err(not_a_list());
-    }
-    let mut out = Vec::new();
-    for (i, e) in endpoints.try_iter().map_err(|_| not_a_list())?.enumerate() {
-        let e = e?;
-        if let Ok(s) = e.cast::<PyString>() {
-            let address = s.to_cow()?.into_owned();
-            out.push(serde_json::json!({"id": address, "address": address}));
-        } else {
-            out.push(to_json(&e, "", &format!("endpoints[{i}]"))?);
-        }
-    }
-    Ok(Value::Array(out))
 }
 
 fn policy_error(e: impl std::fmt::Display) -> PyErr {
@@ -109,7 +86,7 @@ impl Cluster {
         }
         let mut fields = Map::new();
         fields.insert("name".into(), Value::String(name.to_owned()));
-        fields.insert("endpoints".into(), endpoints_json(endpoints)?);
+        fields.insert("endpoints".into(), build::endpoints_json(endpoints)?);
         if let Some(b) = balancer {
             fields.insert("balancer".into(), Value::String(b.to_owned()));
         }
@@ -151,22 +128,7 @@ impl Cluster {
                 seed,
             },
         )?;
-        let book = Arc::new(crate::tracked::OutlierBook::default());
-        let tracked = Arc::new(crate::tracked::TrackedCluster {
-            _subscription: cluster.subscribe(book.callback()),
-            book,
-            cluster: cluster.clone(),
-            failback: match &strategy {
-                Strategy::Failback(f) => Some(f.clone()),
-                _ => None,
-            },
-            budget: match &strategy {
-                Strategy::Failover(f) => f.budget().cloned(),
-                Strategy::Forking(_, b) => b.clone(),
-                _ => None,
-            },
-        });
-        crate::tracked::track_cluster(&tracked);
+        let tracked = build::tracked(&cluster, &strategy);
         let connect = match connect_exceptions {
             Some(c) => exception_types(c, "connect_exceptions")?,
             None => py

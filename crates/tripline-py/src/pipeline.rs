@@ -17,16 +17,17 @@ use pyo3::types::{PyDict, PyTuple};
 use tripline::budget::{RetryBudget, RetryBudgetConfig};
 use tripline::bulkhead::{Bulkhead, BulkheadConfig};
 use tripline::clock::SharedClock;
-use tripline::pipeline::PolicyError;
-use tripline::retry::{RetryConfig, RetryDecision};
+use tripline::retry::RetryConfig;
 use tripline::timeout::TimeoutConfig;
-use tripline::{Outcome, Rejected};
 
 use crate::breaker::{CircuitBreaker, ManualClock};
 use crate::classify::Classify;
 use crate::config::{from_json, kwargs_json};
 
 mod async_call;
+mod judge;
+
+use judge::{PyResultAny, decide, error, judge};
 pub(crate) mod stats;
 
 /// Policies composed around calls: `tripline.pipeline(breaker=...,
@@ -265,80 +266,4 @@ impl Pipeline {
             .call(|_attempt| func.call(args, kwargs).map(Bound::unbind));
         result.map_err(|e| error(py, self.breaker.as_ref(), e))
     }
-}
-
-type PyResultAny = Result<Py<PyAny>, PyErr>;
-
-/// The breaker's outcome of an attempt.
-pub(crate) fn judge(py: Python<'_>, classify: &Classify, r: &PyResultAny) -> Outcome {
-    match r {
-        Ok(v) => classify.returned(py, v.bind(py)),
-        Err(e) => classify.raised(py, e).unwrap_or(Outcome::Ignored),
-    }
-}
-
-/// Whether an attempt is retried: an `Exception` in `retry_on` (default:
-/// one the breaker counts as a failure), after at least its `retry_after`.
-pub(crate) fn decide(
-    py: Python<'_>,
-    classify: &Classify,
-    retry_on: Option<&Py<PyAny>>,
-    r: &PyResultAny,
-) -> RetryDecision {
-    match r {
-        Ok(_) => RetryDecision::Done,
-        Err(e) if !e.is_instance_of::<PyException>(py) => RetryDecision::Done,
-        Err(e) => {
-            let retry = match retry_on {
-                Some(types) => e.value(py).is_instance(types.bind(py)).unwrap_or(false),
-                None => classify.raised(py, e) == Some(Outcome::Failure),
-            };
-            match (retry, server_wait(e.value(py).as_any())) {
-                (false, _) => RetryDecision::Done,
-                (true, Some(wait)) => RetryDecision::RetryAfter(wait),
-                (true, None) => RetryDecision::Retry,
-            }
-        }
-    }
-}
-
-/// The Python exception for a pipeline error.
-pub(crate) fn error(
-    py: Python<'_>,
-    breaker: Option<&Py<CircuitBreaker>>,
-    err: PolicyError<PyErr>,
-) -> PyErr {
-    match err {
-        PolicyError::Inner(e) => e,
-        PolicyError::CircuitOpen(open) => {
-            let rejected = Rejected::new(open.state, open.retry_after);
-            match breaker {
-                Some(b) => b.get().core.reject(py, rejected),
-                None => {
-                    crate::errors::circuit_open(py, pyo3::intern!(py, "pipeline"), rejected, None)
-                }
-            }
-        }
-        PolicyError::BudgetExhausted { last, .. } => error(py, breaker, *last),
-        PolicyError::BulkheadFull(full) => {
-            crate::errors::named_error(py, "BulkheadFullError", full.to_string())
-        }
-        PolicyError::DeadlineExceeded(d) => {
-            crate::errors::named_error(py, "DeadlineExceededError", d.to_string())
-        }
-        PolicyError::Timeout(t) => {
-            crate::errors::named_error(py, "AttemptTimeoutError", t.to_string())
-        }
-    }
-}
-
-/// A server's pushback carried by the exception: a `retry_after`
-/// attribute (seconds or a timedelta, as an HTTP client would set from
-/// `Retry-After`); the retry waits at least that long.
-fn server_wait(exc: &Bound<'_, PyAny>) -> Option<std::time::Duration> {
-    let value = exc.getattr(pyo3::intern!(exc.py(), "retry_after")).ok()?;
-    if value.is_none() {
-        return None;
-    }
-    crate::convert::duration(&value, "retry_after").ok()
 }
