@@ -18,7 +18,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::breaker::{Rejected, State};
+use crate::breaker::Rejected;
 
 /// A policy config value that can never work, naming the policy, the field
 /// and the constraint.
@@ -53,44 +53,20 @@ impl PolicyConfigError {
     }
 }
 
-/// The circuit breaker refused the call: it never reached the dependency.
+/// The breaker's refusal under the name the pipeline and tower layers
+/// used before the core had one vocabulary for it.
 ///
-/// ```
-/// use std::time::Duration;
-/// use tripline::pipeline::CircuitOpen;
-/// use tripline::State;
-///
-/// let e = CircuitOpen { state: State::Open, retry_after: Some(Duration::from_secs(3)) };
-/// assert_eq!(e.to_string(), "circuit breaker is open (retry after 3.0s)");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CircuitOpen {
-    /// The state that refused (`open`, `half_open` with no probe slot, `forced_open`).
-    pub state: State,
-    /// When a call may be admitted again, if known.
-    pub retry_after: Option<Duration>,
-}
-
-impl From<Rejected> for CircuitOpen {
-    fn from(r: Rejected) -> Self {
-        CircuitOpen {
-            state: r.state(),
-            retry_after: r.retry_after(),
-        }
-    }
-}
-
-impl fmt::Display for CircuitOpen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "circuit breaker is {}", self.state)?;
-        if let Some(d) = self.retry_after {
-            write!(f, " (retry after {})", crate::clock::HumanDuration(d))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for CircuitOpen {}
+/// A breaker refusing a call is one fact, whichever API met it: the
+/// breaker's own `call`, a pipeline, or a tower layer. It is one type,
+/// [`Rejected`] (the open breaker's hot path hands it out at the full call
+/// rate, so it stays two words); this alias keeps old code compiling while
+/// it moves over.
+#[deprecated(
+    since = "0.3.0",
+    note = "the breaker's refusal is one type everywhere: use `tripline::Rejected` \
+            (`state()` and `retry_after()` instead of the fields)"
+)]
+pub type CircuitOpen = Rejected;
 
 /// Why a call through the pipeline (or one policy) did not return a value.
 ///
@@ -103,8 +79,10 @@ impl std::error::Error for CircuitOpen {}
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum PolicyError<E> {
-    /// The circuit breaker is open: fail fast, do not retry before `retry_after`.
-    CircuitOpen(CircuitOpen),
+    /// The circuit breaker refused: fail fast, do not retry before
+    /// [`Rejected::retry_after`]. The same refusal a breaker's own `call`
+    /// and the tower layer give.
+    CircuitOpen(Rejected),
     /// A retry was wanted but the retry budget is spent; `last` is the
     /// attempt's error that would have been retried.
     BudgetExhausted {

@@ -73,7 +73,11 @@ mod order;
 use std::fmt;
 use std::time::Duration;
 
-pub use crate::error::{CircuitOpen, PolicyConfigError, PolicyError};
+/// The breaker's refusal, as [`PolicyError::CircuitOpen`] carries it.
+pub use crate::breaker::Rejected;
+#[allow(deprecated)]
+pub use crate::error::CircuitOpen;
+pub use crate::error::{PolicyConfigError, PolicyError};
 pub use builder::PipelineBuilder;
 pub use call::{Attempt, Call};
 pub use call_async::AsyncAttempt;
@@ -266,7 +270,7 @@ impl Inner {
     }
 
     /// Whether the breaker still admits the logical call holding `is_probe`.
-    pub(crate) fn breaker_admits(&self, is_probe: bool) -> Result<(), CircuitOpen> {
+    pub(crate) fn breaker_admits(&self, is_probe: bool) -> Result<(), Rejected> {
         let Some(b) = &self.breaker else {
             return Ok(());
         };
@@ -275,10 +279,7 @@ impl Inner {
             return Ok(());
         }
         let now = self.clock.now();
-        Err(CircuitOpen {
-            state,
-            retry_after: b.open_until_time().map(|t| t - now),
-        })
+        Err(Rejected::new(state, b.open_until_time().map(|t| t - now)))
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! | layer | does | refuses with |
 //! |---|---|---|
-//! | [`CircuitBreakerLayer`] | reserves a breaker permit in `poll_ready`, records the outcome | [`CircuitOpen`] |
+//! | [`CircuitBreakerLayer`] | reserves a breaker permit in `poll_ready`, records the outcome | [`Rejected`] |
 //! | [`BulkheadLayer`] | reserves a slot (queueing as configured) in `poll_ready` | [`BulkheadFull`] |
 //! | [`TimeoutLayer`] | per-attempt timeout | [`Timeout`] |
 //! | [`DeadlineLayer`] | reads, tightens, enforces and forwards the request's deadline (HTTP) | [`DeadlineExceeded`] |
@@ -67,7 +67,11 @@ pub use pipeline::{PipelineLayer, PipelineService};
 pub use retry::{AsConfigured, RequestIdempotency, RetryLayer, RetryService};
 pub use timeout::{TimeoutLayer, TimeoutService};
 
+/// The breaker's refusal: what [`CircuitBreakerLayer`] fails a call with,
+/// the same type the breaker's own `call` and the pipeline give.
+pub use crate::breaker::Rejected;
 pub use crate::bulkhead::BulkheadFull;
+#[allow(deprecated)]
 pub use crate::pipeline::CircuitOpen;
 pub use crate::timeout::{DeadlineExceeded, Timeout};
 
@@ -142,7 +146,7 @@ impl std::error::Error for BudgetExhausted {
 /// the dependency): breaker open, bulkhead full, deadline floor, not ready,
 /// a misordered stack. Never retried, never counted against a breaker.
 pub fn is_local_rejection(e: &(dyn std::error::Error + 'static)) -> bool {
-    e.is::<CircuitOpen>()
+    e.is::<Rejected>()
         || e.is::<BulkheadFull>()
         || e.is::<DeadlineExceeded>()
         || e.is::<NotReady>()
@@ -159,7 +163,7 @@ pub fn is_local_rejection(e: &(dyn std::error::Error + 'static)) -> bool {
 /// assert!(matches!(policy_error(e), PolicyError::BulkheadFull(_)));
 /// ```
 pub fn policy_error(e: BoxError) -> PolicyError<BoxError> {
-    let e = match e.downcast::<CircuitOpen>() {
+    let e = match e.downcast::<Rejected>() {
         Ok(c) => return PolicyError::CircuitOpen(*c),
         Err(e) => e,
     };

@@ -140,10 +140,19 @@ fn the_error_names_the_layer_and_why() {
     let e = p.call(|_| Ok::<_, std::io::Error>(())).unwrap_err();
     assert_eq!(e.layer(), "circuit_breaker");
     assert!(e.is_local());
-    assert_eq!(e.to_string(), "circuit breaker is open (retry after 7.0s)");
+    assert_eq!(
+        e.to_string(),
+        "call rejected: circuit breaker is open (retry after 7.0s)"
+    );
     match e {
         PolicyError::CircuitOpen(open) => {
-            assert_eq!(open.retry_after, Some(Duration::from_secs(7)))
+            assert_eq!(open.retry_after(), Some(Duration::from_secs(7)));
+            let direct = b.call(|| Ok::<_, &str>(())).unwrap_err();
+            assert_eq!(
+                direct,
+                tripline::CallError::Rejected(open),
+                "the pipeline refuses with the breaker's own refusal"
+            );
         }
         other => panic!("{other:?}"),
     }

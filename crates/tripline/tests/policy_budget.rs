@@ -190,7 +190,7 @@ fn a_breaker_opening_mid_loop_stops_the_retries_and_counts_the_reason() {
     );
     match r {
         Err(PolicyError::CircuitOpen(open)) => {
-            assert_eq!(open.retry_after, Some(Duration::from_secs(30)))
+            assert_eq!(open.retry_after(), Some(Duration::from_secs(30)))
         }
         other => panic!("expected CircuitOpen, got {other:?}"),
     }

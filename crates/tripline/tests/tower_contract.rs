@@ -21,10 +21,10 @@ use tripline::pipeline::Pipeline;
 use tripline::retry::{Retry, RetryBackoff, RetryConfig};
 use tripline::timeout::TokioTimer;
 use tripline::tower::{
-    BoxError, BulkheadLayer, CircuitBreakerLayer, CircuitOpen, DeadlineLayer, FallbackLayer,
-    HedgeLayer, NotReady, PipelineLayer, RetryLayer, TimeoutLayer,
+    BoxError, BulkheadLayer, CircuitBreakerLayer, DeadlineLayer, FallbackLayer, HedgeLayer,
+    NotReady, PipelineLayer, RetryLayer, TimeoutLayer,
 };
-use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, State};
+use tripline::{CircuitBreaker, CircuitBreakerConfig, HalfOpenPolicy, Rejected, State};
 
 /// Requests the mock service understands: 0 never answers.
 trait Probe: Clone + Send + 'static {
@@ -274,10 +274,8 @@ async fn a_breaker_clone_does_not_share_the_reserved_probe_slot() {
     let mut clone = svc.clone();
     clone.ready().await.unwrap();
     let e = clone.call(1).await.unwrap_err();
-    let open = e
-        .downcast_ref::<CircuitOpen>()
-        .expect("the clone was refused");
-    assert_eq!(open.state, State::HalfOpen);
+    let open = e.downcast_ref::<Rejected>().expect("the clone was refused");
+    assert_eq!(open.state(), State::HalfOpen);
     assert_eq!(svc.call(1).await.unwrap(), 1);
     assert_eq!(w.breaker.state(), State::Closed);
 }

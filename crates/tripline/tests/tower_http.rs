@@ -186,7 +186,7 @@ async fn the_tower_stack_protects_a_real_http_client() {
             .call(get("/a"))
             .await
             .unwrap_err();
-        assert!(e.is::<tripline::tower::CircuitOpen>(), "{e}");
+        assert!(e.is::<tripline::tower::Rejected>(), "{e}");
     }
     assert_eq!(hits(&faults), before);
 

@@ -4,9 +4,9 @@
 
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use tripline::Outcome;
 use tripline::pipeline::PolicyError;
 use tripline::retry::RetryDecision;
-use tripline::{Outcome, Rejected};
 
 use crate::breaker::CircuitBreaker;
 use crate::classify::Classify;
@@ -55,15 +55,10 @@ pub(crate) fn error(
 ) -> PyErr {
     match err {
         PolicyError::Inner(e) => e,
-        PolicyError::CircuitOpen(open) => {
-            let rejected = Rejected::new(open.state, open.retry_after);
-            match breaker {
-                Some(b) => b.get().core.reject(py, rejected),
-                None => {
-                    crate::errors::circuit_open(py, pyo3::intern!(py, "pipeline"), rejected, None)
-                }
-            }
-        }
+        PolicyError::CircuitOpen(rejected) => match breaker {
+            Some(b) => b.get().core.reject(py, rejected),
+            None => crate::errors::circuit_open(py, pyo3::intern!(py, "pipeline"), rejected, None),
+        },
         PolicyError::BudgetExhausted { last, .. } => error(py, breaker, *last),
         PolicyError::BulkheadFull(full) => {
             crate::errors::named_error(py, "BulkheadFullError", full.to_string())

@@ -136,10 +136,7 @@ impl<T, E> Progress<T, E> {
         p.check_floor(deadline, start)
             .map_err(PolicyError::DeadlineExceeded)?;
         let permit = match &p.breaker {
-            Some(b) => Some(
-                b.try_acquire_detached()
-                    .map_err(|r| PolicyError::CircuitOpen(r.into()))?,
-            ),
+            Some(b) => Some(b.try_acquire_detached().map_err(PolicyError::CircuitOpen)?),
             None => None,
         };
         if let Some(r) = &p.retry {

@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{BoxError, CircuitOpen, IgnoreLocalRejections, NotReady};
+use super::{BoxError, IgnoreLocalRejections, NotReady};
 use crate::breaker::{CircuitBreaker, DetachedPermit, Rejected};
 use crate::classify::Classifier;
 use crate::clock::Timestamp;
@@ -28,7 +28,7 @@ use crate::clock::Timestamp;
 /// assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), 2);
 /// breaker.force_open();
 /// let err = svc.ready().await.unwrap().call(1).await.unwrap_err();
-/// assert!(err.is::<tripline::tower::CircuitOpen>());
+/// assert!(err.is::<tripline::tower::Rejected>());
 /// # });
 /// ```
 ///
@@ -238,7 +238,7 @@ where
                 }
             }
             Reserved::Rejected(rejected) => {
-                ResponseFuture::failed(Box::new(CircuitOpen::from(rejected)), &self.classifier)
+                ResponseFuture::failed(Box::new(rejected), &self.classifier)
             }
             Reserved::Nothing => ResponseFuture::failed(
                 Box::new(NotReady {

@@ -7,9 +7,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::ready::Readiness;
-use super::{
-    BoxError, BoxFuture, BudgetExhausted, CircuitOpen, IN_RETRY, Marked, is_local_rejection,
-};
+use super::{BoxError, BoxFuture, BudgetExhausted, IN_RETRY, Marked, Rejected, is_local_rejection};
 use crate::clock::Clock;
 use crate::retry::{Retry, RetryClassifier, RetryDecision, RetryOnError, RetryRefusal};
 use crate::retry_policy::Idempotency;
@@ -195,7 +193,7 @@ where
                 let result = svc.call(req.clone()).await.map_err(Into::into);
                 let decision = match &result {
                     Err(e) if is_local_rejection(&**e) => {
-                        if e.is::<CircuitOpen>() && made < policy.config().max_attempts {
+                        if e.is::<Rejected>() && made < policy.config().max_attempts {
                             policy.refuse(RetryRefusal::CircuitOpen);
                         }
                         RetryDecision::Done
