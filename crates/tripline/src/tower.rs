@@ -51,6 +51,7 @@ mod hedge;
 mod order;
 mod pipeline;
 mod ready;
+mod refusal;
 mod retry;
 mod timeout;
 

@@ -7,6 +7,7 @@ use std::task::{Context, Poll, ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::refusal::Refusable;
 use super::{BoxError, BulkheadFull, NotReady};
 use crate::bulkhead::{Acquire, Bulkhead, OwnedBulkheadPermit};
 use crate::timeout::SharedTimer;
@@ -149,17 +150,16 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Ready(permit) => ResponseFuture {
-                fut: Some({
+                call: Refusable::running({
                     let _in = super::enter(super::IN_BULKHEAD);
                     self.inner.call(req)
                 }),
-                error: None,
                 permit: Some(permit),
             },
-            State::Rejected(full) => ResponseFuture::failed(Box::new(full)),
+            State::Rejected(full) => ResponseFuture::refused(Box::new(full)),
             other => {
                 self.state = other;
-                ResponseFuture::failed(Box::new(NotReady { layer: "bulkhead" }))
+                ResponseFuture::refused(Box::new(NotReady { layer: "bulkhead" }))
             }
         }
     }
@@ -167,20 +167,19 @@ where
 
 pin_project_lite::pin_project! {
     /// The response of a [`BulkheadService`]: holds the slot until the
-    /// response is complete, or the future is dropped.
+    /// response is complete, or the future is dropped (the call's future
+    /// drops first: fields drop in order).
     pub struct ResponseFuture<F> {
         #[pin]
-        fut: Option<F>,
-        error: Option<BoxError>,
+        call: Refusable<F>,
         permit: Option<OwnedBulkheadPermit>,
     }
 }
 
 impl<F> ResponseFuture<F> {
-    fn failed(e: BoxError) -> Self {
+    fn refused(e: BoxError) -> Self {
         ResponseFuture {
-            fut: None,
-            error: Some(e),
+            call: Refusable::refused(e),
             permit: None,
         }
     }
@@ -195,13 +194,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if let Some(e) = this.error.take() {
-            return Poll::Ready(Err(e));
-        }
-        let Some(fut) = this.fut.as_pin_mut() else {
-            return Poll::Ready(Err(Box::new(NotReady { layer: "bulkhead" })));
-        };
-        let out = ready!(fut.poll(cx)).map_err(Into::into);
+        let out = ready!(this.call.poll_answer(cx, "bulkhead"))?.map_err(Into::into);
         this.permit.take();
         Poll::Ready(out)
     }

@@ -10,6 +10,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::ready::Readiness;
+use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture};
 use crate::clock::{Clock, SharedClock};
 use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer, timeout};
@@ -158,7 +159,7 @@ where
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
         if let Err(not_ready) = self.ready.take("deadline") {
-            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
+            return boxed_refusal(not_ready);
         }
         let l = &self.layer;
         let now = l.clock.now();
@@ -179,11 +180,10 @@ where
         let remaining = d.instant() - now;
         if remaining < l.floor.max(Duration::from_nanos(1)) {
             l.stats.refused.fetch_add(1, Ordering::Relaxed);
-            let e = DeadlineExceeded {
+            return boxed_refusal(DeadlineExceeded {
                 remaining,
                 floor: l.floor,
-            };
-            return Box::pin(async move { Err(Box::new(e) as BoxError) });
+            });
         }
         d.write_headers_for_peer(req.headers_mut(), &l.clock);
         let fut = d.scope_future(d.scope(|| self.inner.call(req)));

@@ -6,6 +6,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::ready::Readiness;
+use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture, box_error, policy_error};
 use crate::fallback::{Fallback, Served};
 
@@ -111,7 +112,7 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("fallback") {
-            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
+            return boxed_refusal(not_ready);
         }
         let fut = self.inner.call(req);
         let fallback = self.fallback.clone();

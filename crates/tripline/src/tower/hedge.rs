@@ -1,12 +1,12 @@
 //! `HedgeLayer`: hedged requests around a tower service.
 
-use std::future::poll_fn;
 use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::Readiness;
+use super::ready::{Readiness, take_ready, until_ready};
+use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture};
 use crate::hedge::Hedge;
 
@@ -98,10 +98,10 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("hedge") {
-            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
+            return boxed_refusal(not_ready);
         }
+        let first = take_ready(&mut self.inner);
         let proto = self.inner.clone();
-        let first = std::mem::replace(&mut self.inner, proto.clone());
         let hedge = self.hedge.clone();
         Box::pin(async move {
             let mut first = Some(first);
@@ -114,7 +114,7 @@ where
                     let req = req.clone();
                     async move {
                         if !ready {
-                            poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
+                            until_ready(&mut svc).await?;
                         }
                         svc.call(req).await.map_err(Into::into)
                     }

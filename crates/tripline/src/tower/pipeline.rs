@@ -8,8 +8,8 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::Readiness;
-use super::retry::{AsConfigured, RequestIdempotency};
+use super::ready::{Readiness, take_ready};
+use super::retry::{AsConfigured, RequestIdempotency, idempotency_of};
 use super::{BoxError, IgnoreLocalRejections, NotReady, box_error};
 use crate::bulkhead::{Acquire, OwnedBulkheadPermit};
 use crate::classify::{Classifier, Outcome};
@@ -166,17 +166,13 @@ where
         } else {
             Stage::NotReady
         };
-        // The ready service goes with the future (tower's usual swap: the
-        // clone left behind starts not ready); retries poll it ready again.
-        let fresh = self.inner.clone();
-        let idempotency = match self.layer.idempotency.idempotent(&req) {
-            Some(i) => Idempotency::Request(i),
-            None => Idempotency::Configured,
-        };
+        let idempotency = idempotency_of(&self.layer.idempotency, &req);
         ResponseFuture {
             attempt: None,
             pipeline: self.layer.pipeline.clone(),
-            svc: std::mem::replace(&mut self.inner, fresh),
+            // The ready service goes with the future; retries poll it
+            // ready again.
+            svc: take_ready(&mut self.inner),
             req,
             classifier: self.layer.classifier.clone(),
             retry_on: self.layer.retry_on.clone(),

@@ -1,12 +1,12 @@
 //! `RetryLayer`: retries with budget, backoff, pushback and idempotency.
 
-use std::future::poll_fn;
 use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::Readiness;
+use super::ready::{Readiness, take_ready, until_ready};
+use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture, BudgetExhausted, IN_RETRY, Marked, Rejected, is_local_rejection};
 use crate::clock::Clock;
 use crate::retry::{Retry, RetryClassifier, RetryDecision, RetryOnError, RetryRefusal};
@@ -170,10 +170,9 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("retry") {
-            return Box::pin(async move { Err(Box::new(not_ready) as BoxError) });
+            return boxed_refusal(not_ready);
         }
-        let clone = self.inner.clone();
-        let mut svc = std::mem::replace(&mut self.inner, clone);
+        let mut svc = take_ready(&mut self.inner);
         let idempotency = idempotency_of(&self.layer.idempotency, &req);
         let retry = self.layer.retry.clone();
         let retry_on = self.layer.retry_on.clone();
@@ -187,7 +186,7 @@ where
             loop {
                 made += 1;
                 if made > 1 {
-                    poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
+                    until_ready(&mut svc).await?;
                 }
                 policy.count_attempt(made > 1);
                 let result = svc.call(req.clone()).await.map_err(Into::into);

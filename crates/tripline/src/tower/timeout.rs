@@ -8,8 +8,9 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::BoxError;
 use super::ready::Readiness;
-use super::{BoxError, NotReady};
+use super::refusal::Refusable;
 use crate::timeout::{SharedTimer, TimeoutFuture, timeout};
 
 /// Abandons a response future after `after`, with [`Timeout`](super::Timeout).
@@ -110,20 +111,15 @@ where
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        if let Err(not_ready) = self.ready.take("timeout") {
-            return ResponseFuture {
-                fut: None,
-                error: Some(Box::new(not_ready)),
-            };
-        }
-        ResponseFuture {
-            fut: Some(timeout(
+        let call = match self.ready.take("timeout") {
+            Ok(()) => Refusable::running(timeout(
                 self.timer.clone(),
                 self.after,
                 self.inner.call(req),
             )),
-            error: None,
-        }
+            Err(not_ready) => Refusable::refused(Box::new(not_ready)),
+        };
+        ResponseFuture { call }
     }
 }
 
@@ -131,8 +127,7 @@ pin_project_lite::pin_project! {
     /// The response of a [`TimeoutService`].
     pub struct ResponseFuture<F> {
         #[pin]
-        fut: Option<TimeoutFuture<F>>,
-        error: Option<BoxError>,
+        call: Refusable<TimeoutFuture<F>>,
     }
 }
 
@@ -144,14 +139,8 @@ where
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Some(e) = this.error.take() {
-            return Poll::Ready(Err(e));
-        }
-        let Some(fut) = this.fut.as_pin_mut() else {
-            return Poll::Ready(Err(Box::new(NotReady { layer: "timeout" })));
-        };
-        Poll::Ready(match ready!(fut.poll(cx)) {
+        let raced = ready!(self.project().call.poll_answer(cx, "timeout"))?;
+        Poll::Ready(match raced {
             Ok(r) => r.map_err(Into::into),
             Err(t) => Err(Box::new(t)),
         })
