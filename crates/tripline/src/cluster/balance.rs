@@ -194,6 +194,37 @@ fn lighter(set: &EndpointSet, a: usize, b: usize) -> bool {
         < u64::from(eb.outstanding()) * u64::from(ea.weight())
 }
 
+/// The lightest of the endpoints offered so far, by outstanding requests
+/// per unit of weight (compared as [`lighter`] does, without division).
+/// Each endpoint's load is read once, when it is offered: the sampled and
+/// the exact least-outstanding scans compare the same readings they keep.
+#[derive(Clone, Copy)]
+struct Lightest(Option<(usize, u64, u64)>);
+
+impl Lightest {
+    /// Nothing offered yet.
+    const NONE: Lightest = Lightest(None);
+
+    /// Offers endpoint `i`: `Some(outstanding)` when it is now the
+    /// lightest (a tie keeps the one offered first), `None` otherwise.
+    #[inline(always)]
+    fn offer(&mut self, set: &EndpointSet, i: usize) -> Option<u64> {
+        let e = &set.endpoints[i];
+        let (out, w) = (u64::from(e.outstanding()), u64::from(e.weight()));
+        if self.0.is_none_or(|(_, bo, bw)| out * bw < bo * w) {
+            self.0 = Some((i, out, w));
+            return Some(out);
+        }
+        None
+    }
+
+    /// The lightest endpoint's position, if any was offered.
+    #[inline(always)]
+    fn index(self) -> Option<usize> {
+        self.0.map(|(i, _, _)| i)
+    }
+}
+
 /// Chooses an endpoint of `set` that fits and takes its breaker permit;
 /// see the module docs.
 #[inline]
@@ -253,20 +284,15 @@ pub(crate) fn select<'s, P>(
             last
         }
         Balancer::LeastOutstanding if n > EXACT_LEAST => {
-            let mut best: Option<(usize, u64, u64)> = None;
+            let mut lightest = Lightest::NONE;
             for _ in 0..LEAST_SAMPLES {
                 let i = (state.random() % n as u64) as usize;
-                if !fits(set, i, panic, tried) {
-                    continue;
-                }
-                let e = &set.endpoints[i];
-                let (out, w) = (u64::from(e.outstanding()), u64::from(e.weight()));
-                if best.is_none_or(|(_, bo, bw)| out * bw < bo * w) {
-                    best = Some((i, out, w));
+                if fits(set, i, panic, tried) {
+                    lightest.offer(set, i);
                 }
             }
-            match best {
-                Some((i, _, _)) => match admit(&set.endpoints[i]) {
+            match lightest.index() {
+                Some(i) => match admit(&set.endpoints[i]) {
                     Some(p) => return Some((i, p)),
                     None => i,
                 },
@@ -275,27 +301,18 @@ pub(crate) fn select<'s, P>(
         }
         Balancer::LeastOutstanding => {
             let from = state.turn() % n;
-            // (position, outstanding, weight) of the lightest so far.
-            let mut best: Option<(usize, u64, u64)> = None;
+            let mut lightest = Lightest::NONE;
             for k in 0..n {
                 let i = if from + k >= n {
                     from + k - n
                 } else {
                     from + k
                 };
-                if !fits(set, i, panic, tried) {
-                    continue;
-                }
-                let e = &set.endpoints[i];
-                let (out, w) = (u64::from(e.outstanding()), u64::from(e.weight()));
-                if best.is_none_or(|(_, bo, bw)| out * bw < bo * w) {
-                    best = Some((i, out, w));
-                    if out == 0 {
-                        break; // nothing is lighter than idle
-                    }
+                if fits(set, i, panic, tried) && lightest.offer(set, i) == Some(0) {
+                    break; // nothing is lighter than idle
                 }
             }
-            let (best, _, _) = best?;
+            let best = lightest.index()?;
             if let Some(p) = admit(&set.endpoints[best]) {
                 return Some((best, p));
             }
