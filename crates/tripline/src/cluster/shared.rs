@@ -134,11 +134,31 @@ impl Shared {
             Some(d) => d.scope(|| op(e, attempt)),
             None => op(e, attempt),
         };
+        let outcome = self.settle(e, permit, start, classifier, &result);
+        (outcome, result)
+    }
+
+    /// What follows every attempt, blocking or awaited alike: classify the
+    /// result, record it on the breaker (with the time since `start`) and
+    /// on the outlier detector. One place, so the two flavours of attempt
+    /// cannot record differently.
+    #[inline]
+    fn settle<T, E, C>(
+        &self,
+        e: &Endpoint,
+        permit: Permit<'_>,
+        start: Timestamp,
+        classifier: &C,
+        result: &Result<T, E>,
+    ) -> EndpointOutcome
+    where
+        C: EndpointClassifier<T, E> + ?Sized,
+    {
         let elapsed = self.clock.now() - start;
-        let outcome = classifier.classify(&result);
+        let outcome = classifier.classify(result);
         permit.record(outcome.breaker_outcome(), elapsed);
         self.record_outlier(e, outcome);
-        (outcome, result)
+        outcome
     }
 
     /// Feeds an outcome to the outlier detector (nothing without one).
@@ -276,10 +296,7 @@ impl Shared {
             Some(d) => d.scope_future(fut).await,
             None => fut.await,
         };
-        let elapsed = self.clock.now() - start;
-        let outcome = classifier.classify(&result);
-        permit.record(outcome.breaker_outcome(), elapsed);
-        self.record_outlier(e, outcome);
+        let outcome = self.settle(e, permit, start, classifier, &result);
         (outcome, result)
     }
 }
