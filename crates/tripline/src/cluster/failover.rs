@@ -32,11 +32,10 @@ use std::time::Duration;
 pub use config::{FailoverConfig, FailoverStats};
 
 use self::config::Counters;
-use self::run::{Run, Step};
+use self::run::{Run, failover_loop};
 use super::shared::Shared;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
-use crate::clock::Clock;
 use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
 use crate::error::PolicyConfigError;
 use crate::sync::Arc;
@@ -207,19 +206,10 @@ impl Failover {
         let s = &*self.cluster.shared;
         let mut run = Run::begin(s, &self.inner)?;
         let set = s.set.load();
-        loop {
-            let picked = s.pick(&set, &run.tried);
-            let (i, permit, attempt) = match run.admit(picked, &set) {
-                Ok(a) => a,
-                Err(done) => return done,
-            };
-            let e = &set.endpoints[i];
-            let (outcome, result) = s.attempt(e, permit, &attempt, classifier, &mut op);
-            match run.after(e, outcome, result, s.clock.now()) {
-                Step::Finish(r) => return r,
-                Step::Next(wait) => s.sleep_sync(wait),
-            }
-        }
+        failover_loop!(run over &set,
+            attempt(e, permit, attempt) => s.attempt(e, permit, &attempt, classifier, &mut op),
+            backoff(wait) => s.sleep_sync(wait),
+        )
     }
 
     /// Awaits the futures `op` makes on selected endpoints until one
@@ -245,21 +235,16 @@ impl Failover {
     {
         let s = &*self.cluster.shared;
         let mut run = Run::begin(s, &self.inner)?;
+        // The set is held across the awaits: an `Arc`, where the blocking
+        // loop borrows a guard.
         let set = s.set.load_full();
-        loop {
-            let picked = s.pick(&set, &run.tried);
-            let (i, permit, attempt) = match run.admit(picked, &set) {
-                Ok(a) => a,
-                Err(done) => return done,
-            };
-            let e = &set.endpoints[i];
-            let fut = op(e.clone(), attempt);
-            let (outcome, result) = s.attempt_async(e, permit, &attempt, classifier, fut).await;
-            match run.after(e, outcome, result, s.clock.now()) {
-                Step::Finish(r) => return r,
-                Step::Next(wait) => self.sleep_async(s, wait).await,
-            }
-        }
+        failover_loop!(run over &set,
+            attempt(e, permit, attempt) => {
+                let fut = op(e.clone(), attempt);
+                s.attempt_async(e, permit, &attempt, classifier, fut).await
+            },
+            backoff(wait) => self.sleep_async(s, wait).await,
+        )
     }
 
     async fn sleep_async(&self, s: &Shared, wait: Duration) {

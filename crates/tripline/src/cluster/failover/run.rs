@@ -1,13 +1,16 @@
-//! The bookkeeping of one failover call, shared by the sync and async
-//! loops: the deadline, the endpoints tried, the budget, and the decision
-//! after each attempt.
+//! One failover call, written once for the sync and the async loop: the
+//! deadline, the endpoints tried, the budget, the decision after each
+//! attempt ([`Run`]), and the loop itself ([`failover_loop!`]). What is
+//! left to each flavour is how an attempt runs and how a backoff is waited
+//! out — blocking or awaited — so the two cannot decide differently.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::Inner;
 use super::config::Stop;
-use crate::clock::{Clock, Timestamp};
+use crate::breaker::Permit;
+use crate::clock::Clock;
 use crate::cluster::balance::Tried;
 use crate::cluster::set::EndpointSet;
 use crate::cluster::shared::{Shared, check_deadline};
@@ -25,10 +28,10 @@ pub(super) enum Step<T, E> {
 
 /// One logical call in progress, shared by the sync and async loops.
 pub(super) struct Run<'a, T, E> {
-    pub(super) s: &'a Shared,
+    s: &'a Shared,
     f: &'a Inner,
     deadline: Option<Deadline>,
-    pub(super) tried: Tried,
+    tried: Tried,
     made: u32,
     wait: Duration,
     last: Option<(EndpointId, Result<T, E>)>,
@@ -56,15 +59,16 @@ impl<'a, T, E> Run<'a, T, E> {
         })
     }
 
-    /// After selection: `Err` ends the call with its final result
-    /// (nothing left to select, or no budget for a failover).
+    /// Selects the next endpoint of `set` not yet tried and admits the
+    /// attempt on it: `Err` ends the call with its final result (nothing
+    /// left to select, or no budget for a failover).
     #[inline]
-    pub(super) fn admit<P>(
+    #[allow(clippy::type_complexity)]
+    pub(super) fn next<'s>(
         &mut self,
-        picked: Option<(usize, P)>,
-        set: &EndpointSet,
-    ) -> Result<(usize, P, ClusterAttempt), Result<T, ClusterError<E>>> {
-        let Some((i, permit)) = picked else {
+        set: &'s EndpointSet,
+    ) -> Result<(&'s Endpoint, Permit<'s>, ClusterAttempt), Result<T, ClusterError<E>>> {
+        let Some((i, permit)) = self.s.pick(set, &self.tried) else {
             return Err(match self.last.take() {
                 Some(last) => {
                     self.f.counters.stop(Stop::NoEndpointLeft);
@@ -95,17 +99,16 @@ impl<'a, T, E> Run<'a, T, E> {
             number: self.made,
             deadline: self.deadline,
         };
-        Ok((i, permit, attempt))
+        Ok((&set.endpoints[i], permit, attempt))
     }
 
-    /// After an attempt on `endpoint` that ended at `now`.
+    /// After an attempt on `endpoint` that has just ended.
     #[inline]
     pub(super) fn after(
         &mut self,
         endpoint: &Endpoint,
         outcome: EndpointOutcome,
         result: Result<T, E>,
-        now: Timestamp,
     ) -> Step<T, E> {
         let last = (endpoint.id().clone(), result);
         if !outcome.is_failure() {
@@ -127,7 +130,8 @@ impl<'a, T, E> Run<'a, T, E> {
         let wait = c.backoff.delay(self.made - 1, self.wait, &mut rng);
         self.f.rng.store(rng, Ordering::Relaxed);
         if let Some(d) = self.deadline
-            && d.instant() - now < wait + c.min_remaining.max(Duration::from_nanos(1))
+            && d.instant() - self.s.clock.now()
+                < wait + c.min_remaining.max(Duration::from_nanos(1))
         {
             self.f.counters.stop(Stop::Deadline);
             return Step::Finish(finish(self.made, last));
@@ -137,6 +141,36 @@ impl<'a, T, E> Run<'a, T, E> {
         Step::Next(wait)
     }
 }
+
+/// The failover loop, for both flavours: select and admit ([`Run::next`]),
+/// run `$attempt` — an expression giving `(EndpointOutcome, Result<T, E>)`
+/// for `$endpoint` under `$permit`, blocking or ending in `.await` — then
+/// decide ([`Run::after`]) and wait out the backoff with `$backoff`. It
+/// `return`s the call's result from the function it is expanded in.
+///
+/// A macro rather than a function because only a macro can be expanded
+/// both in a blocking function and in an `async fn` (whose `.await`s must
+/// stand in its own body); it costs nothing at run time.
+macro_rules! failover_loop {
+    (
+        $run:ident over $set:expr,
+        attempt($endpoint:ident, $permit:ident, $attempt:ident) => $try:expr,
+        backoff($wait:ident) => $backoff:expr $(,)?
+    ) => {
+        loop {
+            let ($endpoint, $permit, $attempt) = match $run.next($set) {
+                Ok(admitted) => admitted,
+                Err(done) => return done,
+            };
+            let (outcome, result) = $try;
+            match $run.after($endpoint, outcome, result) {
+                $crate::cluster::failover::run::Step::Finish(r) => return r,
+                $crate::cluster::failover::run::Step::Next($wait) => $backoff,
+            }
+        }
+    };
+}
+pub(super) use failover_loop;
 
 /// The call's result from its last attempt.
 #[inline]
