@@ -19,9 +19,10 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
 
+use super::shared::with_default_classifier;
 use super::{Cluster, ClusterAttempt, Endpoint, EndpointId, Unavailable};
 use crate::breaker::Rejected;
-use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
+use crate::endpoint::EndpointClassifier;
 use crate::error::PolicyConfigError;
 use crate::outlier::check_percent;
 use crate::timeout::Deadline;
@@ -176,12 +177,9 @@ impl Broadcast {
         &self.cluster
     }
 
-    /// Calls `op` on every endpoint, one after another.
-    pub fn call<T, E>(
-        &self,
-        op: impl FnMut(&Endpoint, &ClusterAttempt) -> Result<T, E>,
-    ) -> Result<BroadcastReport<T, E>, BroadcastError<T, E>> {
-        self.call_with(&DefaultEndpointClassifier, op)
+    with_default_classifier! {
+        /// Calls `op` on every endpoint, one after another.
+        pub fn call(op: FnMut) -> Result<BroadcastReport<T, E>, BroadcastError<T, E>> = call_with;
     }
 
     /// Like [`call`](Self::call), classifying with `classifier` (for the
@@ -216,17 +214,11 @@ impl Broadcast {
         self.judge(&set, results)
     }
 
-    /// Calls the futures `op` makes for every endpoint, all at once, and
-    /// waits for all of them.
-    pub async fn call_async<T, E, F, Fut>(
-        &self,
-        op: F,
-    ) -> Result<BroadcastReport<T, E>, BroadcastError<T, E>>
-    where
-        F: FnMut(Endpoint, ClusterAttempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_async_with(&DefaultEndpointClassifier, op).await
+    with_default_classifier! {
+        /// Calls the futures `op` makes for every endpoint, all at once, and
+        /// waits for all of them.
+        pub async fn call_async(op: FnMut)
+            -> Result<BroadcastReport<T, E>, BroadcastError<T, E>> = call_async_with;
     }
 
     /// Like [`call_async`](Self::call_async), classifying with `classifier`.

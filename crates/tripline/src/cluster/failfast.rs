@@ -8,15 +8,14 @@
 //! once with [`Unavailable`](super::Unavailable), without touching the network.
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::balance::NONE_TRIED;
 use super::set::EndpointSet;
-use super::shared::{Shared, check_deadline};
+use super::shared::{Shared, with_default_classifier};
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::breaker::Permit;
-use crate::clock::Clock;
-use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
-use crate::timeout::Deadline;
+use crate::endpoint::EndpointClassifier;
 
 /// The failfast strategy over a cluster.
 ///
@@ -52,15 +51,12 @@ impl Failfast {
         &self.cluster
     }
 
-    /// Runs `op` once on a selected endpoint: `Ok` is a success, `Err` an
-    /// upstream failure. The context deadline ([`Deadline::current`]) is
-    /// checked first and handed to the attempt.
-    #[inline]
-    pub fn call<T, E>(
-        &self,
-        op: impl FnOnce(&Endpoint, &ClusterAttempt) -> Result<T, E>,
-    ) -> Result<T, ClusterError<E>> {
-        self.call_with(&DefaultEndpointClassifier, op)
+    with_default_classifier! {
+        /// Runs `op` once on a selected endpoint: `Ok` is a success, `Err` an
+        /// upstream failure. The context deadline ([`Deadline::current`](crate::timeout::Deadline::current)) is
+        /// checked first and handed to the attempt.
+        #[inline]
+        pub fn call(op: FnOnce) -> Result<T, ClusterError<E>> = call_with;
     }
 
     /// Runs `op` once, classifying its result with `classifier`.
@@ -81,13 +77,9 @@ impl Failfast {
         result.map_err(|error| failed(e, error))
     }
 
-    /// Awaits the future `op` makes for a selected endpoint, once.
-    pub async fn call_async<T, E, F, Fut>(&self, op: F) -> Result<T, ClusterError<E>>
-    where
-        F: FnOnce(Endpoint, ClusterAttempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_async_with(&DefaultEndpointClassifier, op).await
+    with_default_classifier! {
+        /// Awaits the future `op` makes for a selected endpoint, once.
+        pub async fn call_async(op: FnOnce) -> Result<T, ClusterError<E>> = call_async_with;
     }
 
     /// Awaits the future `op` makes, once, classifying with `classifier`.
@@ -115,20 +107,16 @@ impl Failfast {
 
 /// Everything failfast decides before its one attempt, shared by the sync
 /// and the async call so that they cannot drift apart: the due outlier
-/// pass, the context deadline (the clock is read only when there is a
-/// deadline: a call without one pays no clock read for it), then the
+/// pass and the context deadline ([`Shared::begin_call`]), then the
 /// endpoint and its breaker permit.
 #[inline]
 fn admit<'s, E>(
     s: &Shared,
     set: &'s EndpointSet,
 ) -> Result<(usize, Permit<'s>, ClusterAttempt), ClusterError<E>> {
-    s.tick();
-    let deadline = Deadline::current();
-    if deadline.is_some() {
-        check_deadline(deadline, s.clock.now(), Default::default())
-            .map_err(ClusterError::DeadlineExceeded)?;
-    }
+    let deadline = s
+        .begin_call(Duration::ZERO)
+        .map_err(ClusterError::DeadlineExceeded)?;
     let tried = &NONE_TRIED;
     let Some((i, permit)) = s.pick(set, tried) else {
         return Err(s.unavailable(set, tried).into());

@@ -33,10 +33,10 @@ pub use config::{FailoverConfig, FailoverStats};
 
 use self::config::Counters;
 use self::run::{Run, failover_loop};
-use super::shared::Shared;
+use super::shared::{Shared, with_default_classifier};
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
-use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
+use crate::endpoint::EndpointClassifier;
 use crate::error::PolicyConfigError;
 use crate::sync::Arc;
 use crate::timeout::SharedTimer;
@@ -182,14 +182,11 @@ impl Failover {
         self.inner.counters.snapshot()
     }
 
-    /// Runs `op` on selected endpoints until one succeeds or failover must
-    /// stop: `Ok` is a success, `Err` an upstream failure.
-    #[inline]
-    pub fn call<T, E>(
-        &self,
-        op: impl FnMut(&Endpoint, &ClusterAttempt) -> Result<T, E>,
-    ) -> Result<T, ClusterError<E>> {
-        self.call_with(&DefaultEndpointClassifier, op)
+    with_default_classifier! {
+        /// Runs `op` on selected endpoints until one succeeds or failover must
+        /// stop: `Ok` is a success, `Err` an upstream failure.
+        #[inline]
+        pub fn call(op: FnMut) -> Result<T, ClusterError<E>> = call_with;
     }
 
     /// Like [`call`](Self::call), classifying results with `classifier`
@@ -212,14 +209,10 @@ impl Failover {
         )
     }
 
-    /// Awaits the futures `op` makes on selected endpoints until one
-    /// succeeds or failover must stop.
-    pub async fn call_async<T, E, F, Fut>(&self, op: F) -> Result<T, ClusterError<E>>
-    where
-        F: FnMut(Endpoint, ClusterAttempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_async_with(&DefaultEndpointClassifier, op).await
+    with_default_classifier! {
+        /// Awaits the futures `op` makes on selected endpoints until one
+        /// succeeds or failover must stop.
+        pub async fn call_async(op: FnMut) -> Result<T, ClusterError<E>> = call_async_with;
     }
 
     /// Like [`call_async`](Self::call_async), classifying with `classifier`.

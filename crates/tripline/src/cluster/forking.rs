@@ -15,7 +15,7 @@
 //! ([`Ignored`](super::EndpointOutcome::Ignored)) is an answer and wins like
 //! a success; when every fork fails, the last failure is returned. With a
 //! [`Timer`](crate::timeout::Timer) the whole race is bounded by the
-//! deadline ([`Deadline::current`]); without one, the deadline is only
+//! deadline ([`Deadline::current`](crate::timeout::Deadline::current)); without one, the deadline is only
 //! handed to each fork.
 //!
 //! Async only (it needs concurrency), on any runtime: the forks are polled
@@ -25,15 +25,16 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
+use std::time::Duration;
 
 use super::balance::{MAX_TRIED, Tried};
-use super::shared::check_deadline;
+use super::shared::with_default_classifier;
 use super::{Cluster, ClusterAttempt, ClusterError, Endpoint, EndpointId};
 use crate::budget::RetryBudget;
 use crate::clock::Clock;
-use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier};
+use crate::endpoint::EndpointClassifier;
 use crate::error::PolicyConfigError;
-use crate::timeout::{Deadline, DeadlineExceeded, SharedTimer};
+use crate::timeout::{DeadlineExceeded, SharedTimer};
 
 /// How many endpoints a [`Forking`] call uses.
 ///
@@ -139,13 +140,9 @@ impl Forking {
         &self.cluster
     }
 
-    /// Races the futures `op` makes for up to `forks` distinct endpoints.
-    pub async fn call<T, E, F, Fut>(&self, op: F) -> Result<T, ClusterError<E>>
-    where
-        F: FnMut(Endpoint, ClusterAttempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_with(&DefaultEndpointClassifier, op).await
+    with_default_classifier! {
+        /// Races the futures `op` makes for up to `forks` distinct endpoints.
+        pub async fn call(op: FnMut) -> Result<T, ClusterError<E>> = call_with;
     }
 
     /// Like [`call`](Self::call), classifying with `classifier`.
@@ -160,10 +157,8 @@ impl Forking {
         Fut: Future<Output = Result<T, E>>,
     {
         let s = &*self.cluster.shared;
-        s.tick();
-        let deadline = Deadline::current();
-        let start = s.clock.now();
-        check_deadline(deadline, start, Default::default())
+        let deadline = s
+            .begin_call(Duration::ZERO)
             .map_err(ClusterError::DeadlineExceeded)?;
         if let Some(b) = &self.budget {
             b.deposit();
@@ -225,8 +220,8 @@ impl Forking {
                     Ok(r) => r,
                     Err(_) => {
                         return Err(ClusterError::DeadlineExceeded(DeadlineExceeded {
-                            remaining: std::time::Duration::ZERO,
-                            floor: std::time::Duration::ZERO,
+                            remaining: Duration::ZERO,
+                            floor: Duration::ZERO,
                         }));
                     }
                 }

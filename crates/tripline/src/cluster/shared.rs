@@ -18,6 +18,7 @@ use crate::endpoint::{EndpointClassifier, EndpointOutcome};
 use crate::error::PolicyConfigError;
 use crate::outlier::{Detector, EventHub, HubOwner, OutlierDetector};
 use crate::sync::{Arc, Mutex, lock};
+use crate::timeout::{Deadline, DeadlineExceeded};
 
 pub(crate) struct Shared {
     pub(crate) name: Arc<str>,
@@ -301,19 +302,57 @@ impl Shared {
     }
 }
 
-/// Fails fast when less than `floor` is left of `deadline` (at least
-/// something must be left).
-#[inline]
-pub(crate) fn check_deadline(
-    deadline: Option<crate::timeout::Deadline>,
-    now: Timestamp,
-    floor: Duration,
-) -> Result<(), crate::timeout::DeadlineExceeded> {
-    if let Some(d) = deadline {
-        let remaining = d.instant() - now;
-        if remaining < floor.max(Duration::from_nanos(1)) {
-            return Err(crate::timeout::DeadlineExceeded { remaining, floor });
+/// Declares a strategy's classifier-less entry point: `$name(op)` is
+/// `$with(&DefaultEndpointClassifier, op)`, blocking (`fn`) or awaited
+/// (`async fn`). Every strategy's plain call is generated here, so all of
+/// them take the operation in the same shape and classify alike; only the
+/// doc, the operation's `FnMut`/`FnOnce` and the output are the
+/// strategy's.
+macro_rules! with_default_classifier {
+    (
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident(op: $Op:ident) -> $Out:ty = $with:ident;
+    ) => {
+        $(#[$attr])*
+        $vis fn $name<T, E>(
+            &self,
+            op: impl $Op(&$crate::cluster::Endpoint, &$crate::cluster::ClusterAttempt) -> Result<T, E>,
+        ) -> $Out {
+            self.$with(&$crate::endpoint::DefaultEndpointClassifier, op)
         }
+    };
+    (
+        $(#[$attr:meta])*
+        $vis:vis async fn $name:ident(op: $Op:ident) -> $Out:ty = $with:ident;
+    ) => {
+        $(#[$attr])*
+        $vis async fn $name<T, E, F, Fut>(&self, op: F) -> $Out
+        where
+            F: $Op($crate::cluster::Endpoint, $crate::cluster::ClusterAttempt) -> Fut,
+            Fut: ::std::future::Future<Output = Result<T, E>>,
+        {
+            self.$with(&$crate::endpoint::DefaultEndpointClassifier, op).await
+        }
+    };
+}
+pub(crate) use with_default_classifier;
+
+impl Shared {
+    /// What every strategy's call that selects endpoints does first: the
+    /// due outlier pass, then the context deadline ([`Deadline::current`]),
+    /// failing fast when less than `floor` is left of it (at least
+    /// something must be left). The clock is read only when there is a
+    /// deadline: a call without one pays no clock read for it.
+    #[inline]
+    pub(crate) fn begin_call(&self, floor: Duration) -> Result<Option<Deadline>, DeadlineExceeded> {
+        self.tick();
+        let deadline = Deadline::current();
+        if let Some(d) = deadline {
+            let remaining = d.instant() - self.clock.now();
+            if remaining < floor.max(Duration::from_nanos(1)) {
+                return Err(DeadlineExceeded { remaining, floor });
+            }
+        }
+        Ok(deadline)
     }
-    Ok(())
 }

@@ -13,7 +13,7 @@ use crate::breaker::Permit;
 use crate::clock::Clock;
 use crate::cluster::balance::Tried;
 use crate::cluster::set::EndpointSet;
-use crate::cluster::shared::{Shared, check_deadline};
+use crate::cluster::shared::Shared;
 use crate::cluster::{ClusterAttempt, ClusterError, Endpoint, EndpointId};
 use crate::endpoint::EndpointOutcome;
 use crate::timeout::Deadline;
@@ -40,9 +40,8 @@ pub(super) struct Run<'a, T, E> {
 impl<'a, T, E> Run<'a, T, E> {
     #[inline]
     pub(super) fn begin(s: &'a Shared, f: &'a Inner) -> Result<Self, ClusterError<E>> {
-        s.tick();
-        let deadline = Deadline::current();
-        check_deadline(deadline, s.clock.now(), f.config.min_remaining)
+        let deadline = s
+            .begin_call(f.config.min_remaining)
             .map_err(ClusterError::DeadlineExceeded)?;
         f.counters.call();
         if let Some(b) = &f.budget {
