@@ -137,7 +137,7 @@ impl HedgeBuilder {
     /// Validates and builds.
     pub fn build(self) -> Result<Hedge, PolicyConfigError> {
         self.config.validate()?;
-        let Some(timer) = self.timer.or_else(default_timer) else {
+        let Some(timer) = self.timer.or_else(crate::timeout::default_timer) else {
             return Err(PolicyConfigError::new(
                 "hedge",
                 "timer",
@@ -159,16 +159,6 @@ impl HedgeBuilder {
             }),
         })
     }
-}
-
-#[cfg(feature = "tokio")]
-fn default_timer() -> Option<SharedTimer> {
-    Some(Arc::new(crate::timeout::TokioTimer))
-}
-
-#[cfg(not(feature = "tokio"))]
-fn default_timer() -> Option<SharedTimer> {
-    None
 }
 
 type Racer<Fut> = (u32, Pin<Box<Fut>>, crate::clock::Timestamp);

@@ -32,6 +32,7 @@ pub use deadline::{
     format_grpc_timeout, format_timeout_ms, malformed_header_count, parse_grpc_timeout,
     parse_timeout_ms,
 };
+pub(crate) use timer::default_timer;
 pub use timer::{SharedTimer, Sleep, TimeoutFuture, Timer, timeout};
 #[cfg(feature = "tokio")]
 pub use timer::{TokioClock, TokioTimer};

@@ -177,7 +177,7 @@ impl PipelineBuilder {
                     bulkhead: self.bulkhead,
                     timeouts: self.timeouts,
                     clock,
-                    timer: self.timer.or_else(default_timer),
+                    timer: self.timer.or_else(crate::timeout::default_timer),
                     sleeper: self.sleeper,
                     irreversible: self.irreversible,
                     untimed_retries,
@@ -187,14 +187,4 @@ impl PipelineBuilder {
             warnings,
         ))
     }
-}
-
-#[cfg(feature = "tokio")]
-fn default_timer() -> Option<SharedTimer> {
-    Some(Arc::new(crate::timeout::TokioTimer))
-}
-
-#[cfg(not(feature = "tokio"))]
-fn default_timer() -> Option<SharedTimer> {
-    None
 }

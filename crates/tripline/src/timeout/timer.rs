@@ -100,6 +100,20 @@ impl<F: Future> Future for TimeoutFuture<F> {
     }
 }
 
+/// The timer a policy sleeps on when its builder was given none: tokio's
+/// with the `tokio` feature, else none (the policy then sleeps by blocking
+/// or refuses what needs a timer). One place, so every policy defaults alike.
+#[cfg(feature = "tokio")]
+pub(crate) fn default_timer() -> Option<SharedTimer> {
+    Some(Arc::new(TokioTimer))
+}
+
+/// Without the `tokio` feature there is no timer to default to.
+#[cfg(not(feature = "tokio"))]
+pub(crate) fn default_timer() -> Option<SharedTimer> {
+    None
+}
+
 #[cfg(feature = "tokio")]
 mod tokio_timer {
     use std::sync::OnceLock;
