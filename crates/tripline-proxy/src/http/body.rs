@@ -29,6 +29,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Every body the proxy sends, upstream or downstream.
 pub type ProxyBody = BoxBody<Bytes, BoxError>;
 
+/// What one poll of a [`ProxyBody`] yields: the signature every body and
+/// inspector of the proxy shares, named once.
+pub type ProxyFrames = Polled<Bytes, BoxError>;
+
 /// A body of `bytes`, all at once.
 pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())

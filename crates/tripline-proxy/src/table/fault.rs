@@ -23,11 +23,10 @@ mod runtime;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, Response};
 use http_body_util::BodyExt;
@@ -38,7 +37,7 @@ use tripline::Clock;
 use tripline::clock::SharedClock;
 
 use crate::config::{FaultSection, ProxyConfig, ShareSection};
-use crate::http::body::{BoxError, Inspect, Inspected, Polled, ProxyBody, full};
+use crate::http::body::{BoxError, Inspect, Inspected, ProxyBody, ProxyFrames, full};
 use crate::upstream::UpstreamError;
 pub(crate) use dice::Dice;
 pub use runtime::MAX_TTL;
@@ -278,12 +277,7 @@ struct CutAfterFirstFrame(bool);
 impl Inspect<ProxyBody> for CutAfterFirstFrame {
     type Error = BoxError;
 
-    fn inspect(
-        &mut self,
-        _: &ProxyBody,
-        polled: Polled<Bytes, BoxError>,
-        _: &mut std::task::Context<'_>,
-    ) -> Polled<Bytes, BoxError> {
+    fn inspect(&mut self, _: &ProxyBody, polled: ProxyFrames, _: &mut Context<'_>) -> ProxyFrames {
         let reset = || {
             Poll::Ready(Some(Err(
                 "fault injected: connection reset mid-answer".into()

@@ -87,7 +87,7 @@ use crate::data::server::h1_fast::{self, FastEnd};
 use crate::data::server::h2_resets::StreamResets;
 use crate::data::server::linger::linger;
 use crate::data::smuggling::Guarded;
-use crate::http::body::{BoxError, Inspect, Inspected, Polled, ProxyBody};
+use crate::http::body::{BoxError, Inspect, Inspected, ProxyBody, ProxyFrames};
 use crate::http::drain::{CUT, DRAINING, LevelMoves, reached};
 
 /// How long an HTTP/1 connection stays idle in hyper before it is parked:
@@ -235,12 +235,7 @@ pub(crate) type Answer = Inspected<ProxyBody, Finished>;
 impl Inspect<ProxyBody> for Finished {
     type Error = BoxError;
 
-    fn inspect(
-        &mut self,
-        _: &ProxyBody,
-        polled: Polled<Bytes, BoxError>,
-        _: &mut Context<'_>,
-    ) -> Polled<Bytes, BoxError> {
+    fn inspect(&mut self, _: &ProxyBody, polled: ProxyFrames, _: &mut Context<'_>) -> ProxyFrames {
         polled
     }
 }

@@ -17,11 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 
-use super::{BoxError, Inspect, Inspected, Polled, ProxyBody};
+use super::{BoxError, Inspect, Inspected, ProxyBody, ProxyFrames};
 
 /// The try has the body's last frame and has not asked for the next (or
 /// has not begun to send it): if its time runs out now, the endpoint (or
@@ -85,9 +84,9 @@ impl Inspect<ProxyBody> for Watched {
     fn inspect(
         &mut self,
         body: &ProxyBody,
-        polled: Polled<Bytes, BoxError>,
+        polled: ProxyFrames,
         _: &mut Context<'_>,
-    ) -> Polled<Bytes, BoxError> {
+    ) -> ProxyFrames {
         let now = match &polled {
             Poll::Pending => WAITING_FOR_CLIENT,
             Poll::Ready(Some(Err(e))) if e.is::<super::ClientBodyTimedOut>() => TIMED_OUT,
@@ -110,6 +109,7 @@ mod tests {
     use std::pin::Pin;
     use std::task::Waker;
 
+    use bytes::Bytes;
     use http_body::Frame;
 
     use super::*;
@@ -124,10 +124,7 @@ mod tests {
         type Data = Bytes;
         type Error = BoxError;
 
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            _: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> ProxyFrames {
             match self.frames.is_empty() {
                 true => Poll::Pending,
                 false => Poll::Ready(Some(self.frames.remove(0))),
@@ -135,7 +132,7 @@ mod tests {
         }
     }
 
-    fn poll(body: &mut ProxyBody) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll(body: &mut ProxyBody) -> ProxyFrames {
         Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
     }
 

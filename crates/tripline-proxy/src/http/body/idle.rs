@@ -24,12 +24,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
-use super::{BoxError, Inspect, Inspected, Polled, ProxyBody};
+use super::{BoxError, Inspect, Inspected, ProxyBody, ProxyFrames};
 use crate::http::rejection::{Reason, log};
 
 /// The error a body given up for its client's silence ends with.
@@ -78,12 +77,7 @@ struct GivesUp {
 impl Inspect<ProxyBody> for GivesUp {
     type Error = BoxError;
 
-    fn inspect(
-        &mut self,
-        _: &ProxyBody,
-        polled: Polled<Bytes, BoxError>,
-        cx: &mut Context<'_>,
-    ) -> Polled<Bytes, BoxError> {
+    fn inspect(&mut self, _: &ProxyBody, polled: ProxyFrames, cx: &mut Context<'_>) -> ProxyFrames {
         if polled.is_ready() {
             self.waiting_since = None;
             return polled;
@@ -109,6 +103,7 @@ impl Inspect<ProxyBody> for GivesUp {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use bytes::Bytes;
     use http_body::Frame;
 
     use super::*;
@@ -125,10 +120,7 @@ mod tests {
         type Data = Bytes;
         type Error = BoxError;
 
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> ProxyFrames {
             if self.parts == 0 || self.next.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }

@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use super::{BoxError, ProxyBody, full};
+use super::{BoxError, ProxyBody, ProxyFrames, full};
 
 /// A request body as the retry loop sees it.
 pub enum RequestBody {
@@ -102,10 +102,7 @@ impl Body for Prefixed {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> ProxyFrames {
         if let Some(frame) = self.prefix.pop_front() {
             return Poll::Ready(Some(Ok(frame)));
         }

@@ -10,7 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::head::{Framing, parse_trailers};
 use super::{H1Error, RawConn, give_back};
-use crate::http::body::BoxError;
+use crate::http::body::{BoxError, ProxyFrames};
 
 /// The longest chunk-size line (size and extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;
@@ -192,7 +192,7 @@ impl<F: FnOnce(RawConn)> UpstreamBody<F> {
         }
     }
 
-    fn fail(&mut self, error: H1Error) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn fail(&mut self, error: H1Error) -> ProxyFrames {
         self.conn = None;
         Poll::Ready(Some(Err(error.into())))
     }
@@ -202,10 +202,7 @@ impl<F: FnOnce(RawConn) + Unpin> Body for UpstreamBody<F> {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> ProxyFrames {
         let this = &mut *self;
         loop {
             let Some(conn) = this.conn.as_mut() else {
