@@ -122,6 +122,8 @@ const WRITTEN_ELSEWHERE: &[&str] = &[
     "tripline_proxy_upstream_duration_seconds",
     "tripline_proxy_refusals_total",
     "tripline_proxy_upstream_overflow_total",
+    "tripline_proxy_upstream_in_use",
+    "tripline_proxy_upstream_limit",
     "tripline_proxy_endpoint_healthy",
     "tripline_proxy_health_checks_total",
     "tripline_run_total",

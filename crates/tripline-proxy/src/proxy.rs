@@ -23,7 +23,7 @@ use crate::http::drain::DrainSwitch;
 use crate::table::fault::{Dice, Faults};
 use crate::table::latency::LatencyFamilies;
 use crate::table::metrics::ProxyMetrics;
-use crate::table::overflow::Overflow;
+use crate::table::overflow::{Overflow, OverflowMetrics};
 use crate::table::{RouteShared, Table, build_clusters, build_routes};
 
 pub mod explain;
@@ -103,8 +103,8 @@ impl ProxyBuilder {
         let config_source = ConfigSource::build(&config, &clock);
         let applier = config_source.as_ref().map(|s| s.applier());
         let clusters = build_clusters(&config, &clock, |_| None)?;
-        let overflow_counts = prometheus_client::metrics::family::Family::default();
-        let overflows = Overflow::for_clusters(&config, &overflow_counts, |_| None);
+        let overflow_metrics = OverflowMetrics::default();
+        let overflows = Overflow::for_clusters(&config, &overflow_metrics, |_| None);
         let latency = LatencyFamilies::default();
         let shared = RouteShared {
             overflows: &overflows,
@@ -120,7 +120,7 @@ impl ProxyBuilder {
         let metrics = ProxyMetrics::build(
             &routes,
             &clusters,
-            overflow_counts,
+            overflow_metrics,
             latency,
             |registry, prefix| {
                 faults.register(registry, prefix);

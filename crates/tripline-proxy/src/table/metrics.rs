@@ -31,6 +31,14 @@
 //! | `tripline_proxy_parked_connections` | | idle HTTP/1 keep-alive connections parked on their bare socket (hyper's buffers freed) until the client sends again or `keep_alive_timeout` passes |
 //! | `tripline_proxy_upgraded_connections` | | client connections switched to another protocol (`101`: WebSocket) and relayed to their endpoint |
 //!
+//! The overflow limits' gauges are read when Prometheus scrapes, from
+//! the counts admission keeps (see [`crate::table::overflow`]):
+//!
+//! | metric | labels | meaning |
+//! |---|---|---|
+//! | `tripline_proxy_upstream_in_use` | `cluster`, `limit` (`max_requests`, `max_connections`, `max_pending_requests`, `max_retries`) | what each of a cluster's limits holds now: requests, connections, requests waiting for a connection, retries in flight |
+//! | `tripline_proxy_upstream_limit` | `cluster`, `limit` | the limit as configured (with `in_use`, how close a cluster is to refusing) |
+//!
 //! A route's keyed breakers (`breaker_key`) are exported as their
 //! registry's aggregate — breakers by state, creations, evictions,
 //! overflows — never one series per key: the key is whatever clients send.
@@ -53,6 +61,7 @@ use crate::config::{ConfigError, FALLBACK_CAUSES};
 use crate::http::rejection::DEGRADED_HEADER;
 use crate::http::rejection::{FLAG_HEADER, RETRY_REFUSED_HEADER, Reason};
 use crate::table::latency::LatencyFamilies;
+use crate::table::overflow::OverflowMetrics;
 use crate::table::route::Route;
 
 pub(crate) type Labels = Vec<(&'static str, String)>;
@@ -82,7 +91,7 @@ pub(crate) struct ProxyMetrics {
     pub(crate) tunnels: Gauge,
     /// Requests, retries and tries refused by a cluster's overflow limits,
     /// by cluster and limit (see [`crate::table::overflow`]).
-    pub(crate) overflow: Family<Labels, Counter>,
+    pub(crate) overflow: OverflowMetrics,
     /// The latency histograms (see [`crate::table::latency`]).
     pub(crate) latency: LatencyFamilies,
 }
@@ -101,7 +110,7 @@ impl ProxyMetrics {
     pub(crate) fn build(
         routes: &[Route],
         clusters: &std::collections::BTreeMap<String, tripline::cluster::Cluster>,
-        overflow: Family<Labels, Counter>,
+        overflow: OverflowMetrics,
         latency: LatencyFamilies,
         extras: impl FnOnce(&mut Registry, &str),
     ) -> Result<ProxyMetrics, ConfigError> {
@@ -173,11 +182,7 @@ impl ProxyMetrics {
             "Client connections switched to another protocol (101, WebSocket) and relayed to their endpoint",
             tunnels.clone(),
         );
-        registry.register(
-            format!("{prefix}_proxy_upstream_overflow"),
-            "Requests, retries and tries refused by a cluster's overflow limits (UO), by cluster and limit",
-            overflow.clone(),
-        );
+        overflow.register(&mut registry, prefix);
         latency.register(&mut registry, prefix);
         extras(&mut registry, prefix);
         Ok(ProxyMetrics {

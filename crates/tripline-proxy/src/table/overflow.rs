@@ -12,18 +12,22 @@
 //!
 //! Refusals are the proxy's own: the caller answers 503
 //! `upstream_overflow` (`UO`) and books it on no breaker. Each is counted
-//! in `tripline_proxy_upstream_overflow_total{cluster, limit}`.
+//! in `tripline_proxy_upstream_overflow_total{cluster, limit}`; what the
+//! limits hold is on `/metrics` too ([`metrics`]).
+
+mod metrics;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::config::{ClusterLimits, EndpointLimits, ProxyConfig};
+
+pub(crate) use metrics::OverflowMetrics;
 
 /// The limits, as the `limit` label names them.
 pub(crate) const LIMITS: [&str; 5] = [
@@ -138,7 +142,7 @@ impl Overflow {
     /// gives the running one of a cluster whose limits did not change.
     pub(crate) fn for_clusters(
         config: &ProxyConfig,
-        refused: &Family<Labels, Counter>,
+        metrics: &OverflowMetrics,
         keep: impl Fn(&str) -> Option<Arc<Overflow>>,
     ) -> HashMap<String, Arc<Overflow>> {
         let mut out = HashMap::new();
@@ -150,12 +154,14 @@ impl Overflow {
             let kept =
                 keep(name).filter(|o| o.limits == limits && o.endpoint == section.endpoint_limits);
             let overflow = kept.unwrap_or_else(|| {
-                Arc::new(Overflow::new(
+                let built = Arc::new(Overflow::new(
                     name,
                     limits,
                     section.endpoint_limits.clone(),
-                    refused,
-                ))
+                    &metrics.refused,
+                ));
+                metrics.track(&built);
+                built
             });
             out.insert(name.clone(), overflow);
         }
@@ -166,7 +172,7 @@ impl Overflow {
         cluster: &str,
         limits: ClusterLimits,
         endpoint: Option<EndpointLimits>,
-        refused: &Family<Labels, Counter>,
+        refused: &prometheus_client::metrics::family::Family<Labels, Counter>,
     ) -> Overflow {
         let counter = |limit: &str| {
             refused
@@ -329,18 +335,55 @@ impl Overflow {
         LIMITS[limit as usize]
     }
 
+    /// Connections in use, when `max_connections` is set.
+    fn connections_in_use(&self) -> Option<u32> {
+        let max = self.limits.max_connections?;
+        let free = self.connections.as_ref()?.available_permits();
+        Some(max.saturating_sub(u32::try_from(free).unwrap_or(u32::MAX)))
+    }
+
+    /// What each cluster-wide limit that counts holds now, with the limit
+    /// when one is set: `(limit, in use, max)`. Requests and retries are
+    /// counted only under their limit; waiters for a connection whenever
+    /// connections are limited.
+    fn held(&self) -> Vec<(&'static str, i64, Option<i64>)> {
+        let load = |count: &AtomicU32| i64::from(count.load(Ordering::Relaxed));
+        let l = &self.limits;
+        let mut held = Vec::with_capacity(4);
+        if let Some(max) = l.max_requests {
+            held.push((
+                Self::name(Limit::MaxRequests),
+                load(&self.requests),
+                Some(i64::from(max)),
+            ));
+        }
+        if let Some(in_use) = self.connections_in_use() {
+            let max = l.max_connections.map(i64::from);
+            held.push((Self::name(Limit::MaxConnections), i64::from(in_use), max));
+            let max_pending = l.max_pending_requests.map(i64::from);
+            held.push((
+                Self::name(Limit::MaxPendingRequests),
+                load(&self.pending),
+                max_pending,
+            ));
+        }
+        if let Some(max) = l.max_retries {
+            held.push((
+                Self::name(Limit::MaxRetries),
+                load(&self.retries),
+                Some(i64::from(max)),
+            ));
+        }
+        held
+    }
+
     /// The limits and what they hold now, for `/api/outliers`.
     pub(crate) fn to_json(&self) -> serde_json::Value {
-        let in_use = |s: &Option<Arc<Semaphore>>, max: Option<u32>| {
-            s.as_ref()
-                .zip(max)
-                .map(|(s, max)| max as usize - s.available_permits())
-        };
         serde_json::json!({
             "limits": self.limits,
             "endpoint_limits": self.endpoint,
             "requests": self.requests.load(Ordering::Relaxed),
-            "connections": in_use(&self.connections, self.limits.max_connections),
+            "connections": self.connections_in_use(),
             "pending": self.pending.load(Ordering::Relaxed),
             "retries": self.retries.load(Ordering::Relaxed),
             "refused": LIMITS

@@ -151,6 +151,17 @@ async fn two_connections_and_three_pending_serve_five_of_ten_and_refuse_the_rest
     })
     .await;
     assert_eq!(arrivals.load(Ordering::SeqCst), 2, "the pending ones wait");
+    // What the limits hold, as gauges beside the limits themselves.
+    let gauge = |name: &'static str, limit: &'static str| async move {
+        let series =
+            format!("tripline_proxy_upstream_{name}{{cluster=\"backend\",limit=\"{limit}\"}}");
+        metric(admin, &series).await
+    };
+    assert_eq!(gauge("in_use", "max_connections").await, Some(2.0));
+    assert_eq!(gauge("in_use", "max_pending_requests").await, Some(3.0));
+    assert_eq!(gauge("limit", "max_connections").await, Some(2.0));
+    assert_eq!(gauge("limit", "max_pending_requests").await, Some(3.0));
+    assert_eq!(gauge("in_use", "max_requests").await, None, "not limited");
     gate.add_permits(5);
     let answers: Vec<Answer> = futures_join(answers).await;
     let refused = answers.iter().filter(|a| is_overflow(a)).count();
@@ -158,6 +169,8 @@ async fn two_connections_and_three_pending_serve_five_of_ten_and_refuse_the_rest
     assert_eq!((served, refused), (5, 5), "{answers:?}");
     assert_eq!(arrivals.load(Ordering::SeqCst), 5);
     assert_eq!(overflow_count(admin, "max_pending_requests").await, 5.0);
+    assert_eq!(gauge("in_use", "max_connections").await, Some(0.0));
+    assert_eq!(gauge("in_use", "max_pending_requests").await, Some(0.0));
     running.shutdown().await;
 }
 
@@ -295,6 +308,20 @@ async fn a_reload_that_changes_the_limits_keeps_the_cluster_and_applies_them() {
         answers.iter().filter(|a| a.is_finished()).count() == 2
     })
     .await;
+    // One series per cluster, from the limits new requests are admitted by.
+    let admin = running.admin_addr().unwrap();
+    let scrape = send(admin, "GET", "/metrics", &[]).await.body;
+    let series: Vec<&str> = scrape
+        .lines()
+        .filter(|l| l.starts_with("tripline_proxy_upstream_limit{"))
+        .collect();
+    assert_eq!(
+        series,
+        ["tripline_proxy_upstream_limit{cluster=\"backend\",limit=\"max_requests\"} 1"],
+        "{scrape}"
+    );
+    let in_use = "tripline_proxy_upstream_in_use{cluster=\"backend\",limit=\"max_requests\"}";
+    assert_eq!(metric(admin, in_use).await, Some(1.0));
     gate.add_permits(1);
     let answers: Vec<Answer> = futures_join(answers).await;
     assert_eq!(answers.iter().filter(|a| is_overflow(a)).count(), 2);
