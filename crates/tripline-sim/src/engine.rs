@@ -171,15 +171,13 @@ impl Plan {
 /// chained over the key, so a draw depends on nothing but its key.
 #[inline]
 pub(crate) fn draw(seed: u64, fault: usize, k: u64, replica: u32) -> u64 {
-    let mut s = mix(seed ^ 0x9E37_79B9_7F4A_7C15 ^ fault as u64);
+    let mut s = mix(seed ^ tripline::rng::GAMMA ^ fault as u64);
     s = mix(s ^ k);
     mix(s ^ u64::from(replica).rotate_left(32))
 }
 
+/// One SplitMix64 step from `z`.
 #[inline]
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+fn mix(z: u64) -> u64 {
+    tripline::rng::mix(z.wrapping_add(tripline::rng::GAMMA))
 }

@@ -64,6 +64,7 @@ pub use window::WindowSnapshot;
 use self::core::Inner;
 use crate::classify::{Classifier, DefaultClassifier};
 use crate::clock::{Clock, SharedClock, Timestamp};
+use crate::rng;
 use crate::sync::Arc;
 
 /// A circuit breaker: a cheap, cloneable handle; clones share one state.
@@ -220,8 +221,8 @@ impl CircuitBreakerBuilder {
         if name.is_empty() {
             return Err(ConfigError::new("name", "must not be empty"));
         }
-        let instance = self.instance.unwrap_or_else(next_instance_id);
-        let seed = backoff::mix_seed(self.seed.unwrap_or_else(random_seed), instance);
+        let instance = self.instance.unwrap_or_else(rng::next_instance_id);
+        let seed = rng::mix_seed(self.seed.unwrap_or_else(rng::random_seed), instance);
         let clock = self.clock.unwrap_or_default();
         if let Some(snapshot) = &self.restore {
             warnings.extend(restore_warnings(snapshot, &settings.config.window));
@@ -239,19 +240,6 @@ impl CircuitBreakerBuilder {
         }
         Ok((CircuitBreaker { inner }, warnings))
     }
-}
-
-fn next_instance_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// A per-process random seed, from std's randomly keyed hasher, so that
-/// replicas started together never share a jitter sequence.
-fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(next_instance_id())
 }
 
 impl CircuitBreaker {

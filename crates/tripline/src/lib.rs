@@ -104,6 +104,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod retry;
 mod retry_policy;
+pub mod rng;
 pub(crate) mod sync;
 pub mod throttle;
 pub mod timeout;

@@ -122,7 +122,7 @@ mod window;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 pub use config::{AdaptiveThrottleConfig, ThrottleConfigError, ThrottleWindow};
 pub use metrics::{ThrottleCounts, ThrottleMetrics};
@@ -130,6 +130,7 @@ pub use permit::{ThrottlePermit, Throttled};
 
 use self::window::{THROTTLED, Window};
 use crate::clock::{Clock, SharedClock};
+use crate::rng;
 
 /// An adaptive client-side throttle: a cheap, cloneable handle; clones share
 /// one window.
@@ -230,9 +231,8 @@ impl AdaptiveThrottleBuilder {
     /// Validates the config and builds the throttle.
     pub fn build(self) -> Result<AdaptiveThrottle, ThrottleConfigError> {
         self.config.validate()?;
-        let instance = self.instance.unwrap_or_else(next_instance_id);
-        let seed = self.seed.unwrap_or_else(random_seed);
-        let mut mix = instance ^ 0xD1B5_4A32_D192_ED03;
+        let instance = self.instance.unwrap_or_else(rng::next_instance_id);
+        let seed = rng::mix_seed(self.seed.unwrap_or_else(rng::random_seed), instance);
         let config = self.config;
         Ok(AdaptiveThrottle {
             inner: Arc::new(Inner {
@@ -240,38 +240,12 @@ impl AdaptiveThrottleBuilder {
                 window: Window::new(config.window.length, config.window.buckets),
                 min_requests: config.minimum_requests_per_second
                     * config.window.length.as_secs_f64(),
-                rng: AtomicU64::new(seed ^ splitmix64(&mut mix)),
+                rng: AtomicU64::new(seed),
                 clock: self.clock.unwrap_or_default(),
                 config,
             }),
         })
     }
-}
-
-fn next_instance_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// A per-process random seed from std's randomly keyed hasher.
-fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(next_instance_id())
-}
-
-/// SplitMix64 (the breaker's jitter generator, mirrored: the breaker's
-/// internals are private to it).
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(GOLDEN_GAMMA);
-    mix64(*state)
-}
-
-const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl Inner {
@@ -290,11 +264,7 @@ impl Inner {
     /// state by one step with `fetch_add`, so concurrent draws never repeat.
     #[inline]
     fn draw(&self) -> f64 {
-        let state = self
-            .rng
-            .fetch_add(GOLDEN_GAMMA, Ordering::Relaxed)
-            .wrapping_add(GOLDEN_GAMMA);
-        (mix64(state) >> 11) as f64 / (1u64 << 53) as f64
+        rng::unit(rng::splitmix64_shared(&self.rng))
     }
 
     #[inline]

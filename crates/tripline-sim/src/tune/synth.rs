@@ -52,10 +52,8 @@ impl Default for Spec {
 }
 
 fn draw(k: u64, salt: u64) -> f64 {
-    let mut z = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) as f64 / u64::MAX as f64
+    let key = k.wrapping_mul(tripline::rng::GAMMA) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    tripline::rng::mix(key) as f64 / u64::MAX as f64
 }
 
 /// Writes the log, one JSON line per request.

@@ -146,29 +146,6 @@ impl OpenDuration {
     }
 }
 
-/// SplitMix64: a tiny, fast, well-distributed generator for jitter. Not for
-/// secrets. Written here because it is five lines and the breaker advances
-/// it inside a transition, where a heavier RNG behind a lock would not fit.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A uniform float in [0, 1) from a SplitMix64 stream.
-pub(crate) fn unit_f64(state: &mut u64) -> f64 {
-    (splitmix64(state) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Mixes a seed with an instance id so replicas built from one seed still
-/// draw different jitter.
-pub(crate) fn mix_seed(seed: u64, instance: u64) -> u64 {
-    let mut s = instance ^ 0xD1B5_4A32_D192_ED03;
-    seed ^ splitmix64(&mut s)
-}
-
 /// A plain `Duration` is a fixed open duration, so a config reads as it
 /// would in a file (`open_duration = "5s"`):
 ///
@@ -311,17 +288,5 @@ mod tests {
             Jitter::Equal.apply(Duration::from_secs(10), 0.0).as_secs(),
             5
         );
-    }
-
-    #[test]
-    fn seeds_mixed_with_instance_ids_diverge() {
-        let mut a = mix_seed(7, 0);
-        let mut b = mix_seed(7, 1);
-        assert_ne!(splitmix64(&mut a), splitmix64(&mut b));
-        let mut s = 1;
-        for _ in 0..1000 {
-            let u = unit_f64(&mut s);
-            assert!((0.0..1.0).contains(&u));
-        }
     }
 }

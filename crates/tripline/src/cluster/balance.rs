@@ -143,14 +143,6 @@ pub(crate) struct BalanceState {
     rng: AtomicU64,
 }
 
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 impl BalanceState {
     pub(crate) fn new(seed: u64) -> Self {
         BalanceState {
@@ -161,10 +153,7 @@ impl BalanceState {
 
     #[inline]
     fn random(&self) -> u64 {
-        mix(self
-            .rng
-            .fetch_add(GAMMA, Ordering::Relaxed)
-            .wrapping_add(GAMMA))
+        crate::rng::splitmix64_shared(&self.rng)
     }
 
     #[inline]

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use crate::clock::Timestamp;
 use crate::cluster::Endpoint;
-use crate::cluster::balance::mix;
 use crate::cluster::endpoint::{EJECTED, UNHEALTHY};
 use crate::cluster::set::EndpointSet;
 use crate::outlier::{
@@ -72,8 +71,7 @@ impl HealthBook {
     }
 
     fn random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.rng)
+        crate::rng::splitmix64(&mut self.rng)
     }
 
     /// Sets or clears `bit` on `e`, keeping the counts (and panic) exact.

@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use crate::error::PolicyConfigError;
+use crate::rng::unit_f64;
 
 /// The wait between attempts.
 ///
@@ -131,16 +132,6 @@ impl RetryBackoff {
             }
         }
     }
-}
-
-/// splitmix64: a uniform float in [0, 1) from the state in `rng`.
-fn unit_f64(rng: &mut u64) -> f64 {
-    *rng = rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *rng;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

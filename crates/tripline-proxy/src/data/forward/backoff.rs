@@ -80,22 +80,18 @@ pub(crate) fn wait_before_retry(
     left.map_or(wait, |left| wait.min(left))
 }
 
-/// A uniform number in [0, 1) from a per-thread SplitMix64 stream seeded
-/// from the process's random hasher keys, so proxies (and threads) never
-/// retry in step.
+/// A uniform number in [0, 1) from a per-thread stream of the library's
+/// jitter generator, seeded from the process's random hasher keys, so
+/// proxies (and threads) never retry in step.
 fn uniform() -> f64 {
     thread_local! {
         static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(0u64));
     }
     STATE.with(|state| {
-        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut next = state.get();
+        let u = tripline::rng::unit_f64(&mut next);
         state.set(next);
-        let mut z = next;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        // The top 53 bits as a fraction of 2^53.
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        u
     })
 }
 

@@ -1,7 +1,7 @@
 //! The chance a percent-scoped fault hits: a seedable generator, so tests
 //! and drills can replay the same sequence.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 /// SplitMix64 over one atomic word: lock-free, one add per roll, and good
 /// enough to spread percent decisions (nothing here is security-relevant).
@@ -35,16 +35,7 @@ impl Dice {
         if percent <= 0.0 || percent.is_nan() {
             return false;
         }
-        let x = self
-            .state
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        // The top 53 bits as a fraction of 1, times 100.
-        let unit = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let unit = tripline::rng::unit(tripline::rng::splitmix64_shared(&self.state));
         unit * 100.0 < percent
     }
 }

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::super::backoff::unit_f64;
 use super::super::event::{Event, EventKind, Reason, Thresholds, Transition};
 use super::super::state::{State, Word};
 use super::super::window::{Window, WindowSnapshot};
 use super::settings::Effective;
 use super::{Inner, NEVER};
 use crate::clock::{Clock, Timestamp};
+use crate::rng::unit_f64;
 use crate::sync::{MutexGuard, Ordering, try_lock, yield_now};
 
 /// What an attempt to enter half-open did.
