@@ -24,6 +24,11 @@
 //! half-open probe slot) with a neutral verdict: cancellation is not
 //! evidence about the dependency.
 //!
+//! Every layer wraps any [`Wrapped`] service (its error converts into a
+//! `BoxError`); retry and hedge, which call it once per attempt from a
+//! boxed future, need a [`Repeatable`] one (`Clone + Send`, its futures
+//! `Send`). Both are blanket-implemented names for those bounds.
+//!
 //! Errors are `BoxError`s: the inner service's error unchanged, or one of
 //! tripline's small refusal types; [`policy_error`] turns a `BoxError` back
 //! into a [`PolicyError`] to match on. The default breaker classifier,
@@ -65,6 +70,7 @@ pub use hedge::{HedgeLayer, HedgeService};
 pub(crate) use order::{IN_BULKHEAD, IN_RETRY, Marked, check_breaker_placement, enter};
 pub use order::{MisorderedLayers, misordered_calls};
 pub use pipeline::{PipelineLayer, PipelineService};
+pub use ready::{Repeatable, Wrapped};
 pub use retry::{AsConfigured, RequestIdempotency, RetryLayer, RetryService};
 pub use timeout::{TimeoutLayer, TimeoutService};
 

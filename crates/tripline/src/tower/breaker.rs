@@ -8,6 +8,7 @@ use std::task::{Context, Poll, ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::ready::Wrapped;
 use super::{BoxError, IgnoreLocalRejections, NotReady};
 use crate::breaker::{CircuitBreaker, DetachedPermit, Rejected};
 use crate::classify::Classifier;
@@ -192,8 +193,7 @@ impl<S: Clone, C: Clone, H: Borrow<CircuitBreaker> + Clone> Clone
 
 impl<S, C, H, Req> Service<Req> for CircuitBreakerService<S, C, H>
 where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
+    S: Wrapped<Req>,
     C: Classifier<S::Response, BoxError> + Clone,
     H: Borrow<CircuitBreaker> + Clone,
 {

@@ -7,6 +7,7 @@ use std::task::{Context, Poll, ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::ready::Wrapped;
 use super::refusal::Refusable;
 use super::{BoxError, BulkheadFull, NotReady};
 use crate::bulkhead::{Acquire, Bulkhead, OwnedBulkheadPermit};
@@ -104,11 +105,7 @@ impl<S> std::fmt::Debug for BulkheadService<S> {
     }
 }
 
-impl<S, Req> Service<Req> for BulkheadService<S>
-where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
-{
+impl<S: Wrapped<Req>, Req> Service<Req> for BulkheadService<S> {
     type Response = S::Response;
     type Error = BoxError;
     type Future = ResponseFuture<S::Future>;

@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::Readiness;
+use super::ready::{Readiness, Wrapped, poll_ready_through_guard};
 use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture};
 use crate::clock::{Clock, SharedClock};
@@ -144,8 +143,7 @@ impl<S: Clone> Clone for DeadlineService<S> {
 
 impl<S, B> Service<http::Request<B>> for DeadlineService<S>
 where
-    S: Service<http::Request<B>>,
-    S::Error: Into<BoxError>,
+    S: Wrapped<http::Request<B>>,
     S::Future: Send + 'static,
     S::Response: Send + 'static,
 {
@@ -153,9 +151,7 @@ where
     type Error = BoxError;
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
         if let Err(not_ready) = self.ready.take("deadline") {

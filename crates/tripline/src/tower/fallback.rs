@@ -1,11 +1,9 @@
 //! `FallbackLayer`: degraded values, marked, instead of errors.
 
-use std::task::{Context, Poll};
-
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::Readiness;
+use super::ready::{Readiness, Wrapped, poll_ready_through_guard};
 use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture, box_error, policy_error};
 use crate::fallback::{Fallback, Served};
@@ -97,8 +95,7 @@ impl<S, T> std::fmt::Debug for FallbackService<S, T> {
 
 impl<S, T, Req> Service<Req> for FallbackService<S, T>
 where
-    S: Service<Req, Response = T>,
-    S::Error: Into<BoxError>,
+    S: Wrapped<Req, Response = T>,
     S::Future: Send + 'static,
     T: Clone + Send + Sync + 'static,
 {
@@ -106,9 +103,7 @@ where
     type Error = BoxError;
     type Future = BoxFuture<Result<Served<T>, BoxError>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("fallback") {

@@ -1,11 +1,9 @@
 //! `HedgeLayer`: hedged requests around a tower service.
 
-use std::task::{Context, Poll};
-
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::{Readiness, take_ready, until_ready};
+use super::ready::{Readiness, Repeatable, poll_ready_through_guard, take_ready, until_ready};
 use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture};
 use crate::hedge::Hedge;
@@ -80,21 +78,12 @@ impl<S: Clone> Clone for HedgeService<S> {
     }
 }
 
-impl<S, Req> Service<Req> for HedgeService<S>
-where
-    S: Service<Req> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send,
-    S::Response: Send + 'static,
-    Req: Clone + Send + 'static,
-{
+impl<S: Repeatable<Req>, Req: Clone + Send + 'static> Service<Req> for HedgeService<S> {
     type Response = S::Response;
     type Error = BoxError;
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("hedge") {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::{Readiness, take_ready};
+use super::ready::{Readiness, Wrapped, poll_ready_through_guard, take_ready};
 use super::retry::{AsConfigured, RequestIdempotency, idempotency_of};
 use super::{BoxError, IgnoreLocalRejections, NotReady, box_error};
 use crate::bulkhead::{Acquire, OwnedBulkheadPermit};
@@ -145,8 +145,7 @@ impl<S: Clone, C: Clone, R: Clone, I: Clone> Clone for PipelineService<S, C, R, 
 
 impl<S, C, R, I, Req> Service<Req> for PipelineService<S, C, R, I>
 where
-    S: Service<Req> + Clone,
-    S::Error: Into<BoxError>,
+    S: Wrapped<Req> + Clone,
     Req: Clone,
     C: Classifier<S::Response, BoxError> + Clone,
     R: RetryClassifier<S::Response, BoxError> + Clone,
@@ -156,9 +155,7 @@ where
     type Error = BoxError;
     type Future = ResponseFuture<S, Req, C, R>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, req: Req) -> Self::Future {
         let stage = if self.ready.take("pipeline").is_ok() {
@@ -291,8 +288,7 @@ fn scoped<T>(deadline: Option<Deadline>, f: impl FnOnce() -> T) -> T {
 
 impl<S, Req, C, R> Future for ResponseFuture<S, Req, C, R>
 where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
+    S: Wrapped<Req>,
     Req: Clone,
     C: Classifier<S::Response, BoxError>,
     R: RetryClassifier<S::Response, BoxError>,

@@ -19,6 +19,28 @@ use tower_service::Service;
 
 use super::{BoxError, NotReady};
 
+/// A service a policy layer wraps: any whose error converts into a
+/// [`BoxError`], the one error type every layer answers with. Named once so
+/// that each layer's `Service` impl states the contract the same way; every
+/// such service is one (a blanket impl), nothing to implement.
+pub trait Wrapped<Req>: Service<Req, Error: Into<BoxError>> {}
+
+impl<S: Service<Req, Error: Into<BoxError>>, Req> Wrapped<Req> for S {}
+
+/// A service a layer calls more than once for one request (retry, hedge),
+/// from a boxed future that may move between threads: cloned for each
+/// attempt, its futures and answers sent across threads. Every service
+/// that allows it is one (a blanket impl).
+pub trait Repeatable<Req>:
+    Wrapped<Req, Future: Send, Response: Send + 'static> + Clone + Send + 'static
+{
+}
+
+impl<S, Req> Repeatable<Req> for S where
+    S: Wrapped<Req, Future: Send, Response: Send + 'static> + Clone + Send + 'static
+{
+}
+
 /// Whether the inner service was polled ready since the last `call`.
 ///
 /// `Clone` is deliberately not derived: a clone of a service must start
@@ -37,8 +59,7 @@ impl Readiness {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), BoxError>>
     where
-        S: Service<Req>,
-        S::Error: Into<BoxError>,
+        S: Wrapped<Req>,
     {
         ready!(inner.poll_ready(cx)).map_err(Into::into)?;
         self.0 = true;
@@ -57,6 +78,22 @@ impl Readiness {
     }
 }
 
+/// The `poll_ready` of a service that forwards readiness to `self.inner`
+/// through its guard `self.ready`. Six services share it to the letter;
+/// written once, the contract cannot drift between them.
+macro_rules! poll_ready_through_guard {
+    () => {
+        #[inline]
+        fn poll_ready(
+            &mut self,
+            cx: &mut ::std::task::Context<'_>,
+        ) -> ::std::task::Poll<Result<(), $crate::tower::BoxError>> {
+            self.ready.poll(&mut self.inner, cx)
+        }
+    };
+}
+pub(crate) use poll_ready_through_guard;
+
 /// Takes the service that was polled ready for this call, leaving a clone
 /// of it behind: tower's usual swap for a call that outlives `&mut self`.
 /// The clone left behind starts not ready (its guard was spent by
@@ -72,8 +109,7 @@ pub(crate) fn take_ready<S: Clone>(inner: &mut S) -> S {
 /// first attempt spends the caller's `poll_ready`).
 pub(crate) async fn until_ready<S, Req>(svc: &mut S) -> Result<(), BoxError>
 where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
+    S: Wrapped<Req>,
 {
     poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)
 }

@@ -1,11 +1,9 @@
 //! `RetryLayer`: retries with budget, backoff, pushback and idempotency.
 
-use std::task::{Context, Poll};
-
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ready::{Readiness, take_ready, until_ready};
+use super::ready::{Readiness, Repeatable, poll_ready_through_guard, take_ready, until_ready};
 use super::refusal::boxed_refusal;
 use super::{BoxError, BoxFuture, BudgetExhausted, IN_RETRY, Marked, Rejected, is_local_rejection};
 use crate::clock::Clock;
@@ -152,10 +150,7 @@ impl<S: Clone, R: Clone, I: Clone> Clone for RetryService<S, R, I> {
 
 impl<S, R, I, Req> Service<Req> for RetryService<S, R, I>
 where
-    S: Service<Req> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send,
-    S::Response: Send + 'static,
+    S: Repeatable<Req>,
     Req: Clone + Send + 'static,
     R: RetryClassifier<S::Response, BoxError> + Clone + Send + 'static,
     I: RequestIdempotency<Req>,
@@ -164,9 +159,7 @@ where
     type Error = BoxError;
     type Future = BoxFuture<Result<S::Response, BoxError>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, req: Req) -> Self::Future {
         if let Err(not_ready) = self.ready.take("retry") {

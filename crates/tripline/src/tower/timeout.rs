@@ -9,7 +9,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use super::ready::Readiness;
+use super::ready::{Readiness, Wrapped, poll_ready_through_guard};
 use super::refusal::Refusable;
 use crate::timeout::{SharedTimer, TimeoutFuture, timeout};
 
@@ -97,18 +97,12 @@ impl<S> std::fmt::Debug for TimeoutService<S> {
     }
 }
 
-impl<S, Req> Service<Req> for TimeoutService<S>
-where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
-{
+impl<S: Wrapped<Req>, Req> Service<Req> for TimeoutService<S> {
     type Response = S::Response;
     type Error = BoxError;
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.ready.poll(&mut self.inner, cx)
-    }
+    poll_ready_through_guard!();
 
     fn call(&mut self, req: Req) -> Self::Future {
         let call = match self.ready.take("timeout") {
