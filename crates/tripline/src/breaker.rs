@@ -65,6 +65,7 @@ use self::core::Inner;
 use crate::classify::{Classifier, DefaultClassifier};
 use crate::clock::{Clock, SharedClock, Timestamp};
 use crate::rng;
+use crate::setters::setters;
 use crate::sync::Arc;
 
 /// A circuit breaker: a cheap, cloneable handle; clones share one state.
@@ -107,23 +108,16 @@ pub struct CircuitBreakerBuilder {
 }
 
 impl CircuitBreakerBuilder {
-    /// Uses `config` (validated by [`build`](Self::build)).
-    pub fn config(mut self, config: CircuitBreakerConfig) -> Self {
-        self.config = config;
-        self
-    }
+    setters! {
+        /// Uses `config` (validated by [`build`](Self::build)).
+        config: CircuitBreakerConfig,
 
-    /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+        /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
+        clock: Some(impl Into<SharedClock>),
 
-    /// Seeds the jitter of the open duration, for reproducible runs. Mixed
-    /// with the instance id, so replicas built with one seed still diverge.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+        /// Seeds the jitter of the open duration, for reproducible runs. Mixed
+        /// with the instance id, so replicas built with one seed still diverge.
+        seed: Some(u64),
     }
 
     /// Sets the instance id mixed into the seed (default: a per-process
@@ -164,16 +158,15 @@ impl CircuitBreakerBuilder {
         self
     }
 
-    /// Sets how many stripes spread the breaker's hot counters across cache
-    /// lines (a power of two, 1–64; default: the core count, at most 2).
-    /// More stripes let more threads record at once without contending;
-    /// fewer save memory — each stripe costs a time window's buckets again
-    /// (~400 B for 10 buckets). The default keeps two threads side by side
-    /// and a breaker within 2 KiB; raise it for a breaker that many cores
-    /// call at once (4 stripes for 4 busy threads, say).
-    pub fn stripes(mut self, stripes: usize) -> Self {
-        self.stripes = Some(stripes);
-        self
+    setters! {
+        /// Sets how many stripes spread the breaker's hot counters across cache
+        /// lines (a power of two, 1–64; default: the core count, at most 2).
+        /// More stripes let more threads record at once without contending;
+        /// fewer save memory — each stripe costs a time window's buckets again
+        /// (~400 B for 10 buckets). The default keeps two threads side by side
+        /// and a breaker within 2 KiB; raise it for a breaker that many cores
+        /// call at once (4 stripes for 4 busy threads, say).
+        stripes: Some(usize),
     }
 
     /// Builds the breaker `name` on the settings `sibling` runs with, shared

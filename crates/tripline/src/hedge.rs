@@ -35,6 +35,7 @@ use self::latency::Latencies;
 use crate::budget::RetryBudget;
 use crate::clock::{Clock, SharedClock};
 use crate::error::PolicyConfigError;
+use crate::setters::setters;
 use crate::sync::{Arc, Mutex, lock};
 use crate::timeout::{SharedTimer, Sleep};
 
@@ -110,28 +111,18 @@ pub struct HedgeBuilder {
 }
 
 impl HedgeBuilder {
-    /// The config.
-    pub fn config(mut self, config: HedgeConfig) -> Self {
-        self.config = config;
-        self
-    }
+    setters! {
+        /// The config.
+        config: HedgeConfig,
 
-    /// Hedges spend from `budget` (share the retries' budget).
-    pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = Some(budget);
-        self
-    }
+        /// Hedges spend from `budget` (share the retries' budget).
+        budget: Some(RetryBudget),
 
-    /// The timer hedge delays run on (required).
-    pub fn timer(mut self, timer: SharedTimer) -> Self {
-        self.timer = Some(timer);
-        self
-    }
+        /// The timer hedge delays run on (required).
+        timer: Some(SharedTimer),
 
-    /// The clock latencies are measured on (use the timer's clock).
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
+        /// The clock latencies are measured on (use the timer's clock).
+        clock: Some(impl Into<SharedClock>),
     }
 
     /// Validates and builds.

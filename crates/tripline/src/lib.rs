@@ -105,6 +105,7 @@ pub mod registry;
 pub mod retry;
 mod retry_policy;
 pub mod rng;
+mod setters;
 pub(crate) mod sync;
 pub mod throttle;
 pub mod timeout;

@@ -36,6 +36,7 @@ use crate::budget::RetryBudget;
 use crate::clock::SharedClock;
 use crate::error::{PolicyConfigError, PolicyError};
 use crate::pipeline::{AsyncAttempt, Attempt, Pipeline, PipelineBuilder};
+use crate::setters::setters;
 use crate::timeout::SharedTimer;
 
 /// A retry policy: config, optional budget, seeded jitter and counters.
@@ -83,35 +84,22 @@ pub struct RetryBuilder {
 }
 
 impl RetryBuilder {
-    /// The config (validated by [`build`](Self::build)).
-    pub fn config(mut self, config: RetryConfig) -> Self {
-        self.config = config;
-        self
-    }
+    setters! {
+        /// The config (validated by [`build`](Self::build)).
+        config: RetryConfig,
 
-    /// Shares `budget` with every other policy holding it.
-    pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = Some(budget);
-        self
-    }
+        /// Shares `budget` with every other policy holding it.
+        budget: Some(RetryBudget),
 
-    /// Seeds the jitter, for reproducible runs.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
+        /// Seeds the jitter, for reproducible runs.
+        seed: Some(u64),
 
-    /// The clock for standalone calls (a `ManualClock` makes the sync
-    /// backoff advance it instead of blocking).
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+        /// The clock for standalone calls (a `ManualClock` makes the sync
+        /// backoff advance it instead of blocking).
+        clock: Some(impl Into<SharedClock>),
 
-    /// The timer for standalone async calls.
-    pub fn timer(mut self, timer: SharedTimer) -> Self {
-        self.timer = Some(timer);
-        self
+        /// The timer for standalone async calls.
+        timer: Some(SharedTimer),
     }
 
     /// Validates and builds.

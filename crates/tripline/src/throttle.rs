@@ -131,6 +131,7 @@ pub use permit::{ThrottlePermit, Throttled};
 use self::window::{THROTTLED, Window};
 use crate::clock::{Clock, SharedClock};
 use crate::rng;
+use crate::setters::setters;
 
 /// An adaptive client-side throttle: a cheap, cloneable handle; clones share
 /// one window.
@@ -202,23 +203,16 @@ pub struct AdaptiveThrottleBuilder {
 }
 
 impl AdaptiveThrottleBuilder {
-    /// Uses `config` (validated by [`build`](Self::build)).
-    pub fn config(mut self, config: AdaptiveThrottleConfig) -> Self {
-        self.config = config;
-        self
-    }
+    setters! {
+        /// Uses `config` (validated by [`build`](Self::build)).
+        config: AdaptiveThrottleConfig,
 
-    /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+        /// Uses `clock` instead of the production [`MonotonicClock`](crate::clock::MonotonicClock).
+        clock: Some(impl Into<SharedClock>),
 
-    /// Seeds the rejection draws, for reproducible runs. Mixed with the
-    /// instance id, so replicas built with one seed still diverge.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+        /// Seeds the rejection draws, for reproducible runs. Mixed with the
+        /// instance id, so replicas built with one seed still diverge.
+        seed: Some(u64),
     }
 
     /// Sets the instance id mixed into the seed (default: a per-process

@@ -13,6 +13,7 @@ use crate::clock::{Clock, SharedClock};
 use crate::error::PolicyConfigError;
 use crate::outlier::{EventHub, OutlierConfig, OutlierDetector, check_percent};
 use crate::registry::BreakerRegistry;
+use crate::setters::setters;
 use crate::sync::{Arc, Mutex};
 
 /// Everything that shapes a cluster: its endpoints, how it balances, its
@@ -126,10 +127,9 @@ pub struct ClusterBuilder {
 }
 
 impl ClusterBuilder {
-    /// Replaces the whole config.
-    pub fn config(mut self, config: ClusterConfig) -> Self {
-        self.config = config;
-        self
+    setters! {
+        /// Replaces the whole config.
+        config: ClusterConfig,
     }
 
     /// The cluster's name.
@@ -185,17 +185,13 @@ impl ClusterBuilder {
         self
     }
 
-    /// The clock of the cluster, its breakers and its outlier detection.
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+    setters! {
+        /// The clock of the cluster, its breakers and its outlier detection.
+        clock: Some(impl Into<SharedClock>),
 
-    /// Seeds the balancer's draws, the ejection jitter and enforcement
-    /// rolls, and the breakers' jitter, for reproducible runs.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+        /// Seeds the balancer's draws, the ejection jitter and enforcement
+        /// rolls, and the breakers' jitter, for reproducible runs.
+        seed: Some(u64),
     }
 
     /// Validates and builds. An empty cluster is allowed (discovery may

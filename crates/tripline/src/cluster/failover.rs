@@ -38,6 +38,7 @@ use super::{Cluster, ClusterAttempt, ClusterError, Endpoint};
 use crate::budget::RetryBudget;
 use crate::endpoint::EndpointClassifier;
 use crate::error::PolicyConfigError;
+use crate::setters::setters;
 use crate::sync::Arc;
 use crate::timeout::SharedTimer;
 
@@ -103,30 +104,20 @@ pub struct FailoverBuilder {
 }
 
 impl FailoverBuilder {
-    /// The config (validated by [`build`](Self::build)).
-    pub fn config(mut self, config: FailoverConfig) -> Self {
-        self.config = config;
-        self
-    }
+    setters! {
+        /// The config (validated by [`build`](Self::build)).
+        config: FailoverConfig,
 
-    /// Failovers spend from `budget` (share it with the other policies of
-    /// the same dependency).
-    pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = Some(budget);
-        self
-    }
+        /// Failovers spend from `budget` (share it with the other policies of
+        /// the same dependency).
+        budget: Some(RetryBudget),
 
-    /// The timer async calls wait their backoff on (without one, and off a
-    /// `ManualClock`, an async backoff blocks the thread).
-    pub fn timer(mut self, timer: SharedTimer) -> Self {
-        self.timer = Some(timer);
-        self
-    }
+        /// The timer async calls wait their backoff on (without one, and off a
+        /// `ManualClock`, an async backoff blocks the thread).
+        timer: Some(SharedTimer),
 
-    /// Seeds the backoff jitter.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+        /// Seeds the backoff jitter.
+        seed: u64,
     }
 
     /// Validates and builds.

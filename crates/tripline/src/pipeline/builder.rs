@@ -9,6 +9,7 @@ use crate::budget::RetryBudget;
 use crate::bulkhead::Bulkhead;
 use crate::clock::SharedClock;
 use crate::retry_policy::{RetryConfig, RetryPolicy};
+use crate::setters::setters;
 use crate::sync::Arc;
 use crate::timeout::{SharedTimer, TimeoutConfig};
 
@@ -41,16 +42,12 @@ impl PipelineBuilder {
         self
     }
 
-    /// Bounds retries with `budget` (shared with whoever else holds it).
-    pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = Some(budget);
-        self
-    }
+    setters! {
+        /// Bounds retries with `budget` (shared with whoever else holds it).
+        budget: Some(RetryBudget),
 
-    /// Seeds the retry jitter.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+        /// Seeds the retry jitter.
+        seed: Some(u64),
     }
 
     /// Protects the calls with `breaker`. The pipeline also takes the
@@ -60,30 +57,20 @@ impl PipelineBuilder {
         self
     }
 
-    /// Limits concurrency with `bulkhead`.
-    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
-        self.bulkhead = Some(bulkhead);
-        self
-    }
+    setters! {
+        /// Limits concurrency with `bulkhead`.
+        bulkhead: Some(Bulkhead),
 
-    /// Per-attempt timeout, overall deadline and floor.
-    pub fn timeouts(mut self, timeouts: TimeoutConfig) -> Self {
-        self.timeouts = timeouts;
-        self
-    }
+        /// Per-attempt timeout, overall deadline and floor.
+        timeouts: TimeoutConfig,
 
-    /// The clock deadlines and durations are measured on.
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+        /// The clock deadlines and durations are measured on.
+        clock: Some(impl Into<SharedClock>),
 
-    /// The timer async calls sleep and time out on (default: tokio's, with
-    /// the `tokio` feature). Without one, async timeouts are judged after
-    /// the fact like sync ones, and backoff blocks the thread.
-    pub fn timer(mut self, timer: SharedTimer) -> Self {
-        self.timer = Some(timer);
-        self
+        /// The timer async calls sleep and time out on (default: tokio's, with
+        /// the `tokio` feature). Without one, async timeouts are judged after
+        /// the fact like sync ones, and backoff blocks the thread.
+        timer: Some(SharedTimer),
     }
 
     /// How sync calls wait between attempts (default: advance a

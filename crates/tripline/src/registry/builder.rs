@@ -10,6 +10,7 @@ use super::events::Subscribers;
 use super::{BreakerRegistry, NameFn, OverrideFn, RegistryConfig, RegistryKey, Shared, Template};
 use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, ConfigWarning};
 use crate::clock::SharedClock;
+use crate::setters::setters;
 
 /// Builds a [`BreakerRegistry`]: per-key overrides, a naming function, a
 /// clock or a seed.
@@ -115,17 +116,13 @@ impl<K: RegistryKey> RegistryBuilder<K> {
         self
     }
 
-    /// Uses `clock` for every breaker and for idle eviction.
-    pub fn clock(mut self, clock: impl Into<SharedClock>) -> Self {
-        self.clock = Some(clock.into());
-        self
-    }
+    setters! {
+        /// Uses `clock` for every breaker and for idle eviction.
+        clock: Some(impl Into<SharedClock>),
 
-    /// Seeds every breaker's jitter, mixed with a hash of its name: runs
-    /// are reproducible whatever order keys arrive in.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+        /// Seeds every breaker's jitter, mixed with a hash of its name: runs
+        /// are reproducible whatever order keys arrive in.
+        seed: Some(u64),
     }
 
     /// Validates everything and builds the registry.
