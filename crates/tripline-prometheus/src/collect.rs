@@ -87,7 +87,8 @@ impl Shared {
         }
         snap.throttles = sources.throttles.iter().map(|t| t.metrics()).collect();
         for c in &sources.clusters {
-            snap.clusters.push(c.book.sample(&c.cluster));
+            snap.clusters
+                .push(crate::outlier::sample(&c.tally, &c.cluster));
         }
         for (name, read) in &sources.failbacks {
             snap.failbacks.push((name.clone(), read()));

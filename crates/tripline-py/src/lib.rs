@@ -55,6 +55,9 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_pipeline_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;
-    m.add("_OUTLIER_DETECTORS", tracked::DETECTORS.to_vec())?;
+    m.add(
+        "_OUTLIER_DETECTORS",
+        tripline::outlier::EjectionCounts::DETECTOR_LABELS.to_vec(),
+    )?;
     Ok(())
 }

@@ -13,14 +13,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tripline::budget::RetryBudget;
 use tripline::cluster::Failback;
-use tripline::outlier::ClusterSubscription;
+use tripline::outlier::{ClusterSubscription, EjectionTally};
 
 use crate::convert::serde_to_py;
 use crate::metrics::Metrics;
-
-mod outlier;
-
-pub(crate) use outlier::{DETECTORS, OutlierBook};
 
 type Registry = tripline::BreakerRegistry<String>;
 
@@ -36,8 +32,8 @@ pub(crate) struct TrackedCluster {
     pub(crate) cluster: tripline::cluster::Cluster,
     pub(crate) failback: Option<Failback<PyErr>>,
     pub(crate) budget: Option<RetryBudget>,
-    pub(crate) book: Arc<OutlierBook>,
-    /// Feeds `book`; unsubscribes when the cluster goes.
+    pub(crate) tally: Arc<EjectionTally>,
+    /// Feeds `tally`; unsubscribes when the cluster goes.
     pub(crate) _subscription: ClusterSubscription,
 }
 
@@ -120,7 +116,7 @@ pub(crate) fn _cluster_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>>
 fn cluster<'py>(py: Python<'py>, c: &TrackedCluster) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let health = c.cluster.health();
-    let o = c.book.sample(&c.cluster);
+    let o = c.tally.sample(&c.cluster);
     d.set_item("cluster", c.cluster.name())?;
     d.set_item("endpoints", health.endpoints)?;
     d.set_item("routable", health.routable)?;

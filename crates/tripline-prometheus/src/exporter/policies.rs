@@ -13,7 +13,6 @@ use tripline::{AdaptiveThrottle, Pipeline};
 
 use super::{Exporter, SourceKind, already};
 use crate::error::ExportError;
-use crate::outlier::OutlierBook;
 use crate::source::{ClusterSource, Detail, FailbackSample, Sources};
 
 fn taken<T>(list: &[(String, T)], name: &str) -> bool {
@@ -135,11 +134,11 @@ impl Exporter {
             return Err(already(SourceKind::Cluster, cluster.name()));
         }
         self.add_registry(&mut s, cluster.breakers(), detail)?;
-        let book = Arc::new(OutlierBook::default());
-        let events = cluster.subscribe(book.callback());
+        let tally = Arc::new(tripline::outlier::EjectionTally::default());
+        let events = cluster.subscribe(tally.subscriber());
         s.clusters.push(ClusterSource {
             cluster: cluster.clone(),
-            book,
+            tally,
             _events: events,
         });
         Ok(())

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::Strategy;
 use crate::convert::to_json;
-use crate::tracked::{OutlierBook, TrackedCluster, track_cluster};
+use crate::tracked::{TrackedCluster, track_cluster};
+use tripline::outlier::EjectionTally;
 
 /// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
 pub(crate) fn endpoints_json(endpoints: &Bound<'_, PyAny>) -> PyResult<Value> {
@@ -41,10 +42,10 @@ pub(crate) fn tracked(
     cluster: &tripline::cluster::Cluster,
     strategy: &Strategy,
 ) -> Arc<TrackedCluster> {
-    let book = Arc::new(OutlierBook::default());
+    let tally = Arc::new(EjectionTally::default());
     let tracked = Arc::new(TrackedCluster {
-        _subscription: cluster.subscribe(book.callback()),
-        book,
+        _subscription: cluster.subscribe(tally.subscriber()),
+        tally,
         cluster: cluster.clone(),
         failback: match strategy {
             Strategy::Failback(f) => Some(f.clone()),

@@ -37,6 +37,23 @@ pub enum Detector {
 }
 
 impl Detector {
+    /// Every detector, in [`index`](Self::index) order.
+    pub const ALL: [Detector; 7] = [
+        Detector::ConsecutiveFailures,
+        Detector::ConsecutiveGatewayFailures,
+        Detector::ConsecutiveLocalOriginFailures,
+        Detector::SuccessRate,
+        Detector::LocalOriginSuccessRate,
+        Detector::FailurePercentage,
+        Detector::LocalOriginFailurePercentage,
+    ];
+
+    /// The detector's position in [`ALL`](Self::ALL): the slot exporters
+    /// count it in (see [`EjectionCounts`](crate::outlier::EjectionCounts)).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The snake_case name used in events and metrics labels.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -114,6 +131,16 @@ pub enum SkipReason {
         /// Most endpoints that may be ejected at once now.
         cap: usize,
     },
+}
+
+impl SkipReason {
+    /// The reason's slot in [`EjectionCounts::skipped`](crate::outlier::EjectionCounts::skipped).
+    pub const fn index(self) -> usize {
+        match self {
+            SkipReason::NotEnforced => 0,
+            SkipReason::MaxEjectionPercent { .. } => 1,
+        }
+    }
 }
 
 /// The share of routable endpoints when panic mode changed.
