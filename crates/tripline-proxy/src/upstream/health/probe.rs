@@ -115,6 +115,14 @@ where
         .nth(1)
         .and_then(|s| s.parse::<u16>().ok())
         .ok_or_else(|| format!("unreadable status line {:?}", line.trim_end()))?;
+    expected(status, http)
+}
+
+/// The sending half of a check's HTTP/2 connection.
+type H2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+
+/// Passes when `status` is one the check expects.
+fn expected(status: u16, http: &HttpCheck) -> Result<String, String> {
     if http.expect.contains(&status) {
         Ok(format!("status {status}"))
     } else {
@@ -122,15 +130,22 @@ where
     }
 }
 
-/// `GET path` over h2c (prior knowledge); passes when the status is in
-/// `expect`.
-async fn h2c_get(stream: TcpStream, address: &str, http: &HttpCheck) -> Result<String, String> {
-    let (mut sender, connection) =
+/// An HTTP/2 connection over `stream` (prior knowledge), driven by a task
+/// that lives only as long as the check: dropping a task's handle does not
+/// stop it, so the guard returned aborts it on the way out.
+async fn h2c_handshake(stream: TcpStream) -> Result<(H2Sender, AbortOnDrop), String> {
+    let (sender, connection) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
             .await
             .map_err(|e| format!("h2 handshake: {e}"))?;
     let driver = tokio::spawn(connection);
-    let _stop = AbortOnDrop(driver.abort_handle());
+    Ok((sender, AbortOnDrop(driver.abort_handle())))
+}
+
+/// `GET path` over h2c (prior knowledge); passes when the status is in
+/// `expect`.
+async fn h2c_get(stream: TcpStream, address: &str, http: &HttpCheck) -> Result<String, String> {
+    let (mut sender, _stop) = h2c_handshake(stream).await?;
     let request = hyper::Request::get(format!("http://{address}{}", http.path))
         .header("user-agent", "tripline-health-check")
         .body(Full::new(Bytes::new()))
@@ -140,24 +155,13 @@ async fn h2c_get(stream: TcpStream, address: &str, http: &HttpCheck) -> Result<S
         .await
         .map_err(|e| format!("h2: {e}"))?;
     let status = answer.status().as_u16();
-    if http.expect.contains(&status) {
-        Ok(format!("status {status}"))
-    } else {
-        Err(format!("status {status}, expected {:?}", http.expect))
-    }
+    expected(status, http)
 }
 
 /// `grpc.health.v1.Health/Check` with `{ service }` over h2c; passes when
 /// the answer's status is SERVING (1).
 async fn grpc_check(stream: TcpStream, address: &str, grpc: &GrpcCheck) -> Result<String, String> {
-    let (mut sender, connection) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("h2 handshake: {e}"))?;
-    // The connection is driven only as long as this check: dropping the
-    // task's handle does not stop it, so abort it on the way out.
-    let driver = tokio::spawn(connection);
-    let _stop = AbortOnDrop(driver.abort_handle());
+    let (mut sender, _stop) = h2c_handshake(stream).await?;
     let request = hyper::Request::post(format!("http://{address}/grpc.health.v1.Health/Check"))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
