@@ -131,6 +131,16 @@ struct Ticket {
 }
 
 impl Ticket {
+    /// A ticket for one admitted call, not yet settled.
+    #[inline(always)]
+    fn new(admission: Admission, generation: u64) -> Ticket {
+        Ticket {
+            admission,
+            generation,
+            settled: false,
+        }
+    }
+
     #[inline(always)]
     fn record(&mut self, inner: &Inner, outcome: Outcome, elapsed_nanos: u64) {
         self.settled = true;
@@ -172,11 +182,7 @@ impl<'a> Permit<'a> {
     pub(crate) fn new(inner: &'a Inner, admission: Admission, generation: u64) -> Self {
         Permit {
             inner,
-            ticket: Ticket {
-                admission,
-                generation,
-                settled: false,
-            },
+            ticket: Ticket::new(admission, generation),
         }
     }
 
@@ -249,11 +255,7 @@ impl DetachedPermit {
     #[inline]
     pub(crate) fn new(admission: Admission, generation: u64) -> Self {
         DetachedPermit {
-            ticket: Ticket {
-                admission,
-                generation,
-                settled: false,
-            },
+            ticket: Ticket::new(admission, generation),
         }
     }
 
@@ -297,11 +299,7 @@ impl OwnedPermit {
     pub(crate) fn new(inner: Arc<Inner>, admission: Admission, generation: u64) -> Self {
         OwnedPermit {
             inner,
-            ticket: Ticket {
-                admission,
-                generation,
-                settled: false,
-            },
+            ticket: Ticket::new(admission, generation),
         }
     }
 

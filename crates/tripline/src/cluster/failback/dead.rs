@@ -43,13 +43,7 @@ pub(crate) fn bury(dir: &Path, id: u64, p: &Pending) -> Result<(), FailbackError
     if len == 0 {
         buf.extend_from_slice(MAGIC);
     }
-    let r = Record::Entry {
-        id,
-        accepted_at: p.accepted_at,
-        next_due: p.next_due,
-        payload: &p.payload,
-    };
-    record::encode(&r, &mut buf);
+    record::encode(&p.entry(id), &mut buf);
     let appended = f
         .write_all(&buf)
         .map_err(io("write dead letter", &path))

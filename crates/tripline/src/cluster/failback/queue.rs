@@ -37,6 +37,31 @@ pub(crate) struct Pending {
     pub(crate) wait: u64,
 }
 
+impl Pending {
+    /// An entry accepted at `accepted_at`, first due at `next_due`, not
+    /// yet tried; `wait` is the backoff it waited so far.
+    pub(crate) fn new(accepted_at: u64, next_due: u64, payload: &[u8], wait: u64) -> Pending {
+        Pending {
+            accepted_at,
+            attempts: 0,
+            next_due,
+            payload: Arc::from(payload),
+            in_flight: false,
+            wait,
+        }
+    }
+
+    /// The log record that writes this entry as entry `id`.
+    pub(crate) fn entry(&self, id: u64) -> Record<'_> {
+        Record::Entry {
+            id,
+            accepted_at: self.accepted_at,
+            next_due: self.next_due,
+            payload: &self.payload,
+        }
+    }
+}
+
 pub(crate) struct Queue {
     dir: PathBuf,
     path: PathBuf,
@@ -164,17 +189,9 @@ impl Queue {
         self.write(&r, self.fsync == FsyncPolicy::EveryEntry)?;
         self.next_id += 1;
         self.bytes += len;
-        self.pending.insert(
-            id,
-            Pending {
-                accepted_at,
-                attempts: 0,
-                next_due,
-                payload: Arc::from(payload),
-                in_flight: false,
-                wait: next_due.saturating_sub(accepted_at),
-            },
-        );
+        let wait = next_due.saturating_sub(accepted_at);
+        let pending = Pending::new(accepted_at, next_due, payload, wait);
+        self.pending.insert(id, pending);
         Ok(id)
     }
 
@@ -268,13 +285,7 @@ impl Queue {
     pub(crate) fn compact(&mut self) -> Result<(), FailbackError> {
         let mut buf = MAGIC.to_vec();
         for (&id, p) in &self.pending {
-            let r = Record::Entry {
-                id,
-                accepted_at: p.accepted_at,
-                next_due: p.next_due,
-                payload: &p.payload,
-            };
-            record::encode(&r, &mut buf);
+            record::encode(&p.entry(id), &mut buf);
             if p.attempts > 0 {
                 let a = Record::Attempted {
                     id,

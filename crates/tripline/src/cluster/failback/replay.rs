@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::config::{CorruptTail, FailbackError};
 use super::files::{io, set_aside};
@@ -21,17 +20,7 @@ pub(crate) fn apply(pending: &mut BTreeMap<u64, Pending>, next_id: &mut u64, r: 
             payload,
         } => {
             *next_id = (*next_id).max(id + 1);
-            pending.insert(
-                id,
-                Pending {
-                    accepted_at,
-                    attempts: 0,
-                    next_due,
-                    payload: Arc::from(payload),
-                    in_flight: false,
-                    wait: 0,
-                },
-            );
+            pending.insert(id, Pending::new(accepted_at, next_due, payload, 0));
         }
         Record::Attempted {
             id,
