@@ -119,16 +119,6 @@ pub(crate) fn state_code(state: State) -> u8 {
     }
 }
 
-/// The states in label order: the automatic ones first.
-pub(crate) const STATES: [State; 6] = [
-    State::Closed,
-    State::Open,
-    State::HalfOpen,
-    State::ForcedOpen,
-    State::Disabled,
-    State::MetricsOnly,
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,7 +154,7 @@ mod tests {
         assert!(!s.probe_due && s.config.is_none());
         clock.advance(Duration::from_secs(3_600));
         assert!(sample(&b, Detail::Full, &cx).probe_due);
-        assert_eq!(STATES.map(state_code), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(State::ALL.map(state_code), [0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

@@ -4,8 +4,9 @@ use std::fmt;
 
 use super::{Family, Labels, Out, flag};
 use crate::names::{MetricFamily, f};
-use crate::sample::{BreakerSample, STATES, state_code};
+use crate::sample::{BreakerSample, state_code};
 use crate::source::Detail;
+use tripline::State;
 
 /// Writes family `fam` with one `write` per breaker whose detail reaches
 /// the family's; nothing at all (not even the descriptor) if none does.
@@ -58,7 +59,7 @@ fn outcomes(s: &BreakerSample) -> [(&'static str, u64); 7] {
 /// Writes every per-breaker family.
 pub(crate) fn breakers(out: &mut Out<'_, '_>, samples: &[BreakerSample]) -> fmt::Result {
     each(out, samples, &f::STATE, |fam, l, s| {
-        for st in STATES {
+        for st in State::ALL {
             fam.gauge(&l.with("state", st.as_str()), flag(s.state == st))?;
         }
         Ok(())

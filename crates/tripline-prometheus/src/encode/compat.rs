@@ -19,7 +19,7 @@ use tripline::State;
 
 use super::{Labels, Out, flag};
 use crate::names::{MetricFamily, f};
-use crate::sample::{BreakerSample, STATES};
+use crate::sample::BreakerSample;
 
 fn each(
     out: &mut Out<'_, '_>,
@@ -64,7 +64,7 @@ pub(crate) fn compat(out: &mut Out<'_, '_>, samples: &[BreakerSample]) -> fmt::R
         fam.counter(&l.with("result", "short_circuited"), s.calls.rejected)
     })?;
     each(out, samples, &f::R4J_STATE, |fam, l, s| {
-        for st in STATES {
+        for st in State::ALL {
             fam.gauge(&l.with("state", st.as_str()), flag(s.state == st))?;
         }
         Ok(())
