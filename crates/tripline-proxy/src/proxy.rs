@@ -115,7 +115,7 @@ impl ProxyBuilder {
         let faults = Arc::new(Faults::new(&config, clock.clone(), dice));
         let access_log = AccessLog::new(&config.access_log);
         let admin = AdminState::build(&config)?;
-        let discovery = Discoveries::default();
+        let discovery = Discoveries::new(&latency);
         let health = crate::control::health::Health::default();
         let metrics = ProxyMetrics::build(
             &routes,
@@ -142,7 +142,7 @@ impl ProxyBuilder {
             upstreams,
             counters,
         };
-        let dns = Dns::new(&table);
+        let dns = Dns::new(&table, &metrics.latency);
         discovery.follow(&table);
         let table = Arc::new(ArcSwap::from_pointee(table));
         let drain = DrainSwitch::default();

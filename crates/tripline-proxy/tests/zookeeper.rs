@@ -142,7 +142,15 @@ async fn providers_join_and_leave_and_those_that_stay_keep_their_breaker() {
     let pb = provider("rest", b.addr, &[]).to_child();
     register(&reg, &pa).await;
     register(&reg, &pb).await;
-    let (proxy, running, addr, _clock) = start_proxy(&proxy_config(&zk, "rest", "")).await;
+    // Latency per endpoint, to see a departed provider's series go.
+    let detail = "\n[proxy]\nmetrics_detail = \"endpoint\"";
+    let (proxy, running, addr, _clock) = start_proxy(&proxy_config(&zk, "rest", detail)).await;
+    let admin = running.admin_addr().unwrap();
+    let series_of = |e: SocketAddr| {
+        format!(
+            "tripline_proxy_upstream_endpoint_duration_seconds_count{{cluster=\"orders\",endpoint=\"{e}\"}}"
+        )
+    };
     let both = {
         let mut v = vec![a.addr.to_string(), b.addr.to_string()];
         v.sort();
@@ -157,6 +165,7 @@ async fn providers_join_and_leave_and_those_that_stay_keep_their_breaker() {
         seen.insert(get(addr, "/").await.body);
     }
     assert_eq!(seen.len(), 2, "round robin over both: {seen:?}");
+    assert_eq!(metric(admin, &series_of(b.addr)).await, Some(5.0));
 
     // `a`'s breaker is forced open; `b` leaves; `a` stays with its state.
     let breaker_a = endpoint_breaker_in(&proxy, a.addr);
@@ -170,6 +179,9 @@ async fn providers_join_and_leave_and_those_that_stay_keep_their_breaker() {
         endpoint_breaker_in(&proxy, a.addr).state(),
         State::ForcedOpen
     );
+    // The provider that left takes its latency series with it.
+    assert_eq!(metric(admin, &series_of(b.addr)).await, None);
+    assert_eq!(metric(admin, &series_of(a.addr)).await, Some(5.0));
 
     // `c` joins and takes traffic within one watch round-trip.
     register(&reg, &provider("rest", c.addr, &[]).to_child()).await;

@@ -40,6 +40,7 @@ use crate::config::ProxyConfig;
 use crate::control::Control;
 use crate::control::supervise::{Follows, supervise};
 use crate::table::Table;
+use crate::table::latency::LatencyFamilies;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -66,19 +67,23 @@ struct DiscoveryMetrics {
     connected: Family<Labels, Gauge>,
     providers: Family<Labels, Gauge>,
     skipped: Family<Labels, Gauge>,
-}
-
-impl Default for Discoveries {
-    /// Following nothing yet (see [`follow`](Self::follow)).
-    fn default() -> Self {
-        Discoveries {
-            follows: watch::Sender::new(Arc::new(BTreeMap::new())),
-            metrics: DiscoveryMetrics::default(),
-        }
-    }
+    /// Where a departed provider's latency series are dropped.
+    latency: LatencyFamilies,
 }
 
 impl Discoveries {
+    /// Following nothing yet (see [`follow`](Self::follow)); the latency
+    /// series of providers that leave are dropped from `latency`.
+    pub(crate) fn new(latency: &LatencyFamilies) -> Self {
+        Discoveries {
+            follows: watch::Sender::new(Arc::new(BTreeMap::new())),
+            metrics: DiscoveryMetrics {
+                latency: latency.clone(),
+                ..DiscoveryMetrics::default()
+            },
+        }
+    }
+
     /// A follow for every cluster of `table` with `discovery` (the table
     /// the proxy starts with).
     pub(crate) fn follow(&self, table: &Table) {
@@ -242,8 +247,13 @@ impl Follow {
         }
         let endpoints = set.endpoint_configs();
         let count = endpoints.len();
+        let before = self.cluster.endpoints();
         match self.cluster.set_endpoints(endpoints) {
             Ok(_) => {
+                let after = self.cluster.endpoints();
+                self.metrics
+                    .latency
+                    .forget_departed(&self.name, &before, &after);
                 self.metrics
                     .providers
                     .get_or_create(&self.labels())

@@ -52,6 +52,7 @@ use crate::config::{ConfigError, ProxyConfig};
 use crate::control::Control;
 use crate::control::supervise::supervise;
 use crate::table::Table;
+use crate::table::latency::LatencyFamilies;
 use crate::upstream::{ClusterUpstream, ResolvedNames};
 
 /// How long one lookup may take before it counts as failed.
@@ -67,12 +68,14 @@ type Follows = crate::control::supervise::Follows<Follow>;
 /// refresher, and a proxy that is not serving runs none.
 pub(crate) struct Dns {
     follows: watch::Sender<Follows>,
+    /// Where a departed endpoint's latency series are dropped.
+    latency: LatencyFamilies,
 }
 
 impl Dns {
     /// A follow for every cluster of `table` with `dns_refresh`, nothing
     /// resolved yet (the refreshers resolve as they start).
-    pub(crate) fn new(table: &Table) -> Dns {
+    pub(crate) fn new(table: &Table, latency: &LatencyFamilies) -> Dns {
         let mut follows = BTreeMap::new();
         for (name, section) in &table.config.clusters {
             let (Some(every), Some(cluster), Some(upstream)) = (
@@ -82,11 +85,12 @@ impl Dns {
             ) else {
                 continue;
             };
-            let follow = Follow::new(cluster, upstream, &section.endpoints, every);
+            let follow = Follow::new(cluster, upstream, &section.endpoints, every, latency);
             follows.insert(name.clone(), follow);
         }
         Dns {
             follows: watch::Sender::new(Arc::new(follows)),
+            latency: latency.clone(),
         }
     }
 
@@ -129,7 +133,8 @@ impl Dns {
             if !kept(name) {
                 retiring.extend(previous);
                 if let Some(every) = section.dns_refresh {
-                    let follow = Follow::new(cluster, upstream, &section.endpoints, every);
+                    let follow =
+                        Follow::new(cluster, upstream, &section.endpoints, every, &self.latency);
                     next.insert(name.clone(), follow);
                 }
                 continue;
@@ -142,7 +147,8 @@ impl Dns {
                     applied
                 }
                 (None, Some(every)) => {
-                    let f = Follow::new(cluster, upstream, &section.endpoints, every);
+                    let f =
+                        Follow::new(cluster, upstream, &section.endpoints, every, &self.latency);
                     let applied = changed.then(|| f.replan(&section.endpoints, every));
                     next.insert(name.clone(), f);
                     applied
@@ -151,7 +157,8 @@ impl Dns {
                 (Some(p), None) => Some(p.hand_back(&section.endpoints)),
                 (None, None) => changed.then(|| {
                     let none = BTreeMap::new();
-                    apply(cluster, &upstream.names, &section.endpoints, &none)
+                    let names = &upstream.names;
+                    apply(cluster, names, &section.endpoints, &none, &self.latency)
                 }),
             };
             let changed = applied.transpose().map_err(|e| {
@@ -193,6 +200,8 @@ struct Follow {
     plan: Mutex<Plan>,
     /// A reload changed the plan: refresh now, not at the next tick.
     wake: Notify,
+    /// Where a departed endpoint's latency series are dropped.
+    latency: LatencyFamilies,
 }
 
 /// What a follow resolves, how often, and what it last learnt.
@@ -212,6 +221,7 @@ impl Follow {
         upstream: &ClusterUpstream,
         configured: &[String],
         every: Duration,
+        latency: &LatencyFamilies,
     ) -> Arc<Follow> {
         Arc::new(Follow {
             cluster: cluster.clone(),
@@ -223,6 +233,7 @@ impl Follow {
                 retired: false,
             }),
             wake: Notify::new(),
+            latency: latency.clone(),
         })
     }
 
@@ -239,7 +250,13 @@ impl Follow {
     /// no refresh lands after it. Not retired if the cluster refuses them.
     fn hand_back(&self, configured: &[String]) -> Result<bool, PolicyConfigError> {
         let mut plan = self.plan();
-        let applied = apply(&self.cluster, &self.names, configured, &BTreeMap::new())?;
+        let applied = apply(
+            &self.cluster,
+            &self.names,
+            configured,
+            &BTreeMap::new(),
+            &self.latency,
+        )?;
         plan.retired = true;
         Ok(applied)
     }
@@ -253,7 +270,13 @@ impl Follow {
         plan.configured = configured.to_vec();
         plan.every = every;
         plan.known.retain(|entry, _| configured.contains(entry));
-        let applied = apply(&self.cluster, &self.names, &plan.configured, &plan.known);
+        let applied = apply(
+            &self.cluster,
+            &self.names,
+            &plan.configured,
+            &plan.known,
+            &self.latency,
+        );
         drop(plan);
         self.wake.notify_one();
         applied
@@ -312,7 +335,13 @@ impl Follow {
                 );
             }
         }
-        match apply(&self.cluster, &self.names, &plan.configured, &plan.known) {
+        match apply(
+            &self.cluster,
+            &self.names,
+            &plan.configured,
+            &plan.known,
+            &self.latency,
+        ) {
             Ok(false) => {}
             Ok(true) => tracing::info!(
                 cluster = self.cluster.name(),
@@ -330,7 +359,8 @@ impl Follow {
 }
 
 /// Gives `cluster` the endpoints `configured` makes with the answers in
-/// `known` (see [`membership`]), and `names` the names they came from.
+/// `known` (see [`membership`]), and `names` the names they came from;
+/// the latency series of endpoints that leave go with them.
 /// Whether the endpoints changed: none when they are the endpoints
 /// already, whatever their weights.
 fn apply(
@@ -338,6 +368,7 @@ fn apply(
     names: &ResolvedNames,
     configured: &[String],
     known: &BTreeMap<String, Vec<SocketAddr>>,
+    latency: &LatencyFamilies,
 ) -> Result<bool, PolicyConfigError> {
     let (endpoints, resolved) = membership(configured, known);
     let current = cluster.endpoints();
@@ -352,6 +383,7 @@ fn apply(
         return Ok(false);
     }
     cluster.set_endpoints(endpoints)?;
+    latency.forget_departed(cluster.name(), &current, &cluster.endpoints());
     Ok(true)
 }
 

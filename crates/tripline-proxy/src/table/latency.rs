@@ -13,7 +13,8 @@
 //! the buckets. Label values come from the config (routes, clusters) or
 //! from the cluster's endpoints, so the series are bounded; a reload
 //! keeps the series of the routes and clusters that stay, and drops the
-//! endpoint series (the endpoints that stay come back on their next try).
+//! endpoint series (the endpoints that stay come back on their next try);
+//! an endpoint that DNS or a registry removes takes its series with it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +24,8 @@ use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+
+use tripline::cluster::Endpoint;
 
 use crate::config::MetricsDetail;
 
@@ -174,6 +177,22 @@ impl LatencyFamilies {
     /// Drops a removed cluster's series.
     pub(crate) fn forget_cluster(&self, cluster: &str) {
         self.upstream.remove(&vec![("cluster", cluster.to_owned())]);
+    }
+
+    /// Drops the series of the endpoints of `cluster` that were in
+    /// `before` and are not in `after`: DNS and registries change a
+    /// cluster's members at every deploy, and the scrape must not grow
+    /// with every endpoint that ever served.
+    pub(crate) fn forget_departed(&self, cluster: &str, before: &[Endpoint], after: &[Endpoint]) {
+        for gone in before
+            .iter()
+            .filter(|b| !after.iter().any(|a| a.id() == b.id()))
+        {
+            self.endpoint.remove(&vec![
+                ("cluster", cluster.to_owned()),
+                ("endpoint", gone.id().as_str().to_owned()),
+            ]);
+        }
     }
 
     /// Drops every endpoint series (a reload: endpoints may have left).
