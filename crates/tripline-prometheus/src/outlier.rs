@@ -1,11 +1,11 @@
 //! A cluster's outlier figures at a scrape: its health, and the ejections
 //! by detector and panic-mode entries that its
-//! [`EjectionTally`](tripline::outlier::EjectionTally) counted from its
+//! [`EjectionTally`](tripline::cluster::EjectionTally) counted from its
 //! events. An endpoint ejected before the cluster was registered has no
 //! known detector and is reported as `unknown`.
 
 use tripline::cluster::Cluster;
-use tripline::outlier::{EjectionCounts, EjectionTally};
+use tripline::cluster::{EjectionCounts, EjectionTally};
 
 /// Detector label values, in slot order; the last is `unknown`.
 pub(crate) const DETECTORS: [&str; 8] = EjectionCounts::DETECTOR_LABELS;

@@ -146,7 +146,7 @@ pub(crate) type FailbackRead = Box<dyn Fn() -> FailbackSample + Send + Sync>;
 /// breakers are a [`Registry`] source beside it).
 pub(crate) struct ClusterSource {
     pub(crate) cluster: Cluster,
-    pub(crate) tally: std::sync::Arc<tripline::outlier::EjectionTally>,
+    pub(crate) tally: std::sync::Arc<tripline::cluster::EjectionTally>,
     pub(crate) _events: tripline::outlier::ClusterSubscription,
 }
 

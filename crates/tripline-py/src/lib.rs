@@ -57,7 +57,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;
     m.add(
         "_OUTLIER_DETECTORS",
-        tripline::outlier::EjectionCounts::DETECTOR_LABELS.to_vec(),
+        tripline::cluster::EjectionCounts::DETECTOR_LABELS.to_vec(),
     )?;
     Ok(())
 }

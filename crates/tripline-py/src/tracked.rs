@@ -12,8 +12,9 @@ use pyo3::prelude::*;
 
 use pyo3::types::PyDict;
 use tripline::budget::RetryBudget;
+use tripline::cluster::EjectionTally;
 use tripline::cluster::Failback;
-use tripline::outlier::{ClusterSubscription, EjectionTally};
+use tripline::outlier::ClusterSubscription;
 
 use crate::convert::serde_to_py;
 use crate::metrics::Metrics;

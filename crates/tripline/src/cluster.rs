@@ -68,6 +68,7 @@ mod handle;
 mod lease;
 pub(crate) mod set;
 mod shared;
+mod tally;
 
 pub use crate::endpoint::EndpointId;
 pub use crate::endpoint::{DefaultEndpointClassifier, EndpointClassifier, EndpointOutcome};
@@ -87,3 +88,4 @@ pub use failsafe::{Failsafe, FailsafeStats};
 pub use forking::{Forking, ForkingConfig};
 pub use handle::{Cluster, ClusterHealth, ClusterStrategy};
 pub use lease::{ClusterAttempt, Lease};
+pub use tally::{EjectionCounts, EjectionTally};

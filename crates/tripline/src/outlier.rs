@@ -78,7 +78,6 @@
 mod config;
 mod event;
 pub(crate) mod host;
-mod tally;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -94,7 +93,6 @@ pub(crate) use config::check_percent;
 pub(crate) use event::{EventHub, HubOwner};
 pub use host::OutlierCounts;
 pub(crate) use host::{HostOutlier, Thresholds};
-pub use tally::{EjectionCounts, EjectionTally};
 
 use crate::clock::{Timestamp, duration_to_nanos};
 

@@ -134,7 +134,7 @@ impl Exporter {
             return Err(already(SourceKind::Cluster, cluster.name()));
         }
         self.add_registry(&mut s, cluster.breakers(), detail)?;
-        let tally = Arc::new(tripline::outlier::EjectionTally::default());
+        let tally = Arc::new(tripline::cluster::EjectionTally::default());
         let events = cluster.subscribe(tally.subscriber());
         s.clusters.push(ClusterSource {
             cluster: cluster.clone(),

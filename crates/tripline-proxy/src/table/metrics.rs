@@ -32,7 +32,7 @@
 //! | `tripline_proxy_upgraded_connections` | | client connections switched to another protocol (`101`: WebSocket) and relayed to their endpoint |
 //!
 //! The overflow limits' gauges are read when Prometheus scrapes, from
-//! the counts admission keeps (see [`crate::table::overflow`]):
+//! the counts admission keeps (the `table::overflow` module):
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::Strategy;
 use crate::convert::to_json;
 use crate::tracked::{TrackedCluster, track_cluster};
-use tripline::outlier::EjectionTally;
+use tripline::cluster::EjectionTally;
 
 /// `endpoints` (addresses, or dicts with `id`, `address`, `weight`) as JSON.
 pub(crate) fn endpoints_json(endpoints: &Bound<'_, PyAny>) -> PyResult<Value> {

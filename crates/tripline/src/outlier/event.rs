@@ -49,7 +49,7 @@ impl Detector {
     ];
 
     /// The detector's position in [`ALL`](Self::ALL): the slot exporters
-    /// count it in (see [`EjectionCounts`](crate::outlier::EjectionCounts)).
+    /// count it in (see [`EjectionCounts`](crate::cluster::EjectionCounts)).
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -134,7 +134,7 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    /// The reason's slot in [`EjectionCounts::skipped`](crate::outlier::EjectionCounts::skipped).
+    /// The reason's slot in [`EjectionCounts::skipped`](crate::cluster::EjectionCounts::skipped).
     pub const fn index(self) -> usize {
         match self {
             SkipReason::NotEnforced => 0,

@@ -10,16 +10,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::event::{ClusterEvent, ClusterEventKind, Detector};
-use crate::cluster::Cluster;
+use super::Cluster;
+use crate::outlier::{ClusterEvent, ClusterEventKind, Detector};
 use crate::sync::{Mutex, lock};
 
 /// The counts of one cluster's outlier events, fed by its subscription.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tripline::cluster::{Cluster, EndpointConfig, EndpointOutcome};
-/// use tripline::outlier::{ConsecutiveConfig, Detector, EjectionTally, OutlierConfig};
+/// use tripline::cluster::{Cluster, EjectionTally, EndpointConfig, EndpointOutcome};
+/// use tripline::outlier::{ConsecutiveConfig, Detector, OutlierConfig};
 ///
 /// let cluster = Cluster::builder()
 ///     .endpoints(["a", "b"].map(|id| EndpointConfig::new(id, id)))
