@@ -44,45 +44,20 @@ pub(crate) fn sample(tally: &EjectionTally, cluster: &Cluster) -> OutlierSample 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use tripline::clock::ManualClock;
-    use tripline::cluster::{EndpointConfig, EndpointOutcome};
-    use tripline::outlier::{ConsecutiveConfig, OutlierConfig};
+    use tripline::cluster::EndpointConfig;
 
     #[test]
-    fn ejections_by_detector_and_unknown_before_registration() {
+    fn a_sample_carries_the_clusters_health_beside_the_tallys_counts() {
         let cluster = Cluster::builder()
             .name("geo")
-            .endpoints(["a", "b", "c", "d"].map(|id| EndpointConfig::new(id, id)))
-            .outlier(OutlierConfig {
-                max_ejection_percent: 50,
-                consecutive_gateway_failures: Some(ConsecutiveConfig {
-                    threshold: 1,
-                    enforcing_percent: 100,
-                }),
-                ..Default::default()
-            })
-            .clock(ManualClock::new())
+            .endpoints(["a", "b"].map(|id| EndpointConfig::new(id, id)))
             .build()
             .unwrap();
-        // Ejected before anyone listened.
-        cluster
-            .select()
-            .unwrap()
-            .record(EndpointOutcome::GatewayFailure);
-        let tally = Arc::new(EjectionTally::default());
-        let _sub = cluster.subscribe(tally.subscriber());
-        cluster
-            .select()
-            .unwrap()
-            .record(EndpointOutcome::GatewayFailure);
-        let s = sample(&tally, &cluster);
-        assert_eq!(s.active[1], 1, "consecutive_gateway_failures");
-        assert_eq!(s.active[EjectionCounts::UNKNOWN], 1);
-        assert_eq!(s.ejections[1], 1);
-        assert_eq!((s.endpoints, s.routable), (4, 2));
+        let s = sample(&EjectionTally::default(), &cluster);
+        assert_eq!(s.cluster, "geo");
+        assert_eq!((s.endpoints, s.routable, s.panic), (2, 2, false));
+        assert_eq!((s.active, s.panic_entered), ([0; 8], 0));
         assert_eq!(DETECTORS[3], "success_rate");
     }
 }
