@@ -171,34 +171,47 @@ mod tests {
 
     #[test]
     fn an_endpoint_ejected_before_the_tally_subscribed_counts_as_unknown() {
+        let streak = ConsecutiveConfig {
+            threshold: 2,
+            enforcing_percent: 100,
+        };
+        let outlier = OutlierConfig {
+            max_ejection_percent: 100,
+            consecutive_failures: Some(streak),
+            ..Default::default()
+        };
+        let ids = ["x", "y", "z"];
         let cluster = Cluster::builder()
-            .name("geo")
-            .endpoints(["a", "b", "c", "d"].map(|id| EndpointConfig::new(id, id)))
-            .outlier(OutlierConfig {
-                max_ejection_percent: 50,
-                consecutive_gateway_failures: Some(ConsecutiveConfig {
-                    threshold: 1,
-                    enforcing_percent: 100,
-                }),
-                ..Default::default()
-            })
+            .endpoints(ids.map(|id| EndpointConfig::new(id, id)))
+            .outlier(outlier)
             .clock(ManualClock::new())
             .build()
             .unwrap();
-        cluster
-            .select()
-            .unwrap()
-            .record(EndpointOutcome::GatewayFailure);
+        // Two failures in a row on endpoint `id` eject it.
+        let eject = |id: &str| {
+            let mut failed = 0;
+            for _ in 0..100 {
+                let Ok(lease) = cluster.select() else { break };
+                if lease.endpoint().id().as_str() != id {
+                    lease.record(EndpointOutcome::Success);
+                    continue;
+                }
+                lease.record(EndpointOutcome::UpstreamFailure);
+                failed += 1;
+                if failed == 2 {
+                    return;
+                }
+            }
+            panic!("{id} was not selected twice");
+        };
+        eject("x");
         let tally = Arc::new(EjectionTally::default());
-        let _sub = cluster.subscribe(tally.subscriber());
-        cluster
-            .select()
-            .unwrap()
-            .record(EndpointOutcome::GatewayFailure);
+        let _subscription = cluster.subscribe(tally.subscriber());
+        eject("y");
         let counts = tally.sample(&cluster);
-        let gateway = Detector::ConsecutiveGatewayFailures.index();
-        assert_eq!(counts.active[gateway], 1);
+        let streaks = Detector::ConsecutiveFailures.index();
+        assert_eq!(counts.active[streaks], 1);
         assert_eq!(counts.active[EjectionCounts::UNKNOWN], 1);
-        assert_eq!(counts.ejections[gateway], 1);
+        assert_eq!(counts.ejections[streaks], 1);
     }
 }

@@ -87,36 +87,47 @@ impl Gauges {
 
 impl Collector for Gauges {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
-        let current = self.current();
-        let held: Vec<_> = current.iter().map(|o| (o, o.held())).collect();
-        let mut family = encoder.encode_descriptor(
+        // One row per cluster and limit: (cluster, limit, in use, max).
+        let rows: Vec<_> = self
+            .current()
+            .iter()
+            .flat_map(|o| {
+                let cluster = o.cluster.clone();
+                o.held()
+                    .into_iter()
+                    .map(move |(limit, in_use, max)| (cluster.clone(), limit, in_use, max))
+            })
+            .collect();
+        gauge_family(
+            &mut encoder,
             &self.in_use,
             "What a cluster's overflow limits hold now (requests, connections, pending requests and retries in flight), by cluster and limit",
-            None,
-            MetricType::Gauge,
+            rows.iter().map(|(c, l, in_use, _)| (c, *l, Some(*in_use))),
         )?;
-        for (overflow, held) in &held {
-            for (limit, in_use, _) in held {
-                let labels = labels(&overflow.cluster, limit);
-                ConstGauge::new(*in_use).encode(family.encode_family(&labels)?)?;
-            }
-        }
-        let mut family = encoder.encode_descriptor(
+        gauge_family(
+            &mut encoder,
             &self.limit,
             "A cluster's overflow limits as configured, by cluster and limit",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (overflow, held) in &held {
-            for (limit, _, max) in held {
-                if let Some(max) = max {
-                    let labels = labels(&overflow.cluster, limit);
-                    ConstGauge::new(*max).encode(family.encode_family(&labels)?)?;
-                }
-            }
-        }
-        Ok(())
+            rows.iter().map(|(c, l, _, max)| (c, *l, *max)),
+        )
     }
+}
+
+/// One gauge family: a series per `(cluster, limit)` row with a value.
+fn gauge_family<'a>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl Iterator<Item = (&'a String, &'static str, Option<i64>)>,
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (cluster, limit, value) in rows {
+        if let Some(value) = value {
+            let labels = labels(cluster, limit);
+            ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }
 
 fn labels(cluster: &str, limit: &str) -> Labels {
