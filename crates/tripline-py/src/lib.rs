@@ -28,6 +28,7 @@ mod metrics;
 mod permit;
 mod pipeline;
 mod registry;
+mod throttle;
 mod timeout;
 mod tracked;
 
@@ -49,6 +50,8 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::Pipeline>()?;
     m.add_class::<aio::AsyncCall>()?;
     m.add_class::<timeout::Timeout>()?;
+    m.add_class::<throttle::NativeThrottle>()?;
+    m.add_class::<throttle::ThrottlePermit>()?;
     m.add_class::<cluster::Cluster>()?;
     m.add_class::<cluster::call::Served>()?;
     m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;

@@ -126,7 +126,7 @@ use std::sync::atomic::AtomicU64;
 
 pub use config::{AdaptiveThrottleConfig, ThrottleConfigError, ThrottleWindow};
 pub use metrics::{ThrottleCounts, ThrottleMetrics};
-pub use permit::{ThrottlePermit, Throttled};
+pub use permit::{OwnedThrottlePermit, ThrottlePermit, Throttled};
 
 use self::window::{THROTTLED, Window};
 use crate::clock::{Clock, SharedClock};
@@ -261,6 +261,23 @@ impl Inner {
         rng::unit(rng::splitmix64_shared(&self.rng))
     }
 
+    /// Admits one request, or sheds it (counted) with the probability in
+    /// force.
+    #[inline]
+    fn admit(&self) -> Result<(), Throttled> {
+        let now = self.clock.now();
+        let epoch = self.window.epoch(now);
+        let (requests, accepts) = self.window.requests_and_accepts(epoch, now);
+        let p = self.probability(requests, accepts);
+        if p > 0.0 && self.draw() < p {
+            self.window.record(epoch, Some(THROTTLED));
+            return Err(Throttled {
+                rejection_probability: p,
+            });
+        }
+        Ok(())
+    }
+
     #[inline]
     fn record(&self, field: Option<usize>) {
         let epoch = self.window.epoch(self.clock.now());
@@ -294,18 +311,28 @@ impl AdaptiveThrottle {
     /// locally (it then counts as a request, never as an accept).
     #[inline]
     pub fn try_acquire(&self) -> Result<ThrottlePermit<'_>, Throttled> {
-        let inner = &*self.inner;
-        let now = inner.clock.now();
-        let epoch = inner.window.epoch(now);
-        let (requests, accepts) = inner.window.requests_and_accepts(epoch, now);
-        let p = inner.probability(requests, accepts);
-        if p > 0.0 && inner.draw() < p {
-            inner.window.record(epoch, Some(THROTTLED));
-            return Err(Throttled {
-                rejection_probability: p,
-            });
-        }
-        Ok(ThrottlePermit { inner })
+        self.inner.admit()?;
+        Ok(ThrottlePermit { inner: &self.inner })
+    }
+
+    /// Like [`try_acquire`](Self::try_acquire), with a permit that owns a
+    /// handle on the throttle: for a call whose answer comes back after
+    /// the caller's borrow ends (a spawned task, a binding to another
+    /// language's objects).
+    ///
+    /// ```
+    /// use tripline::throttle::AdaptiveThrottle;
+    ///
+    /// let throttle = AdaptiveThrottle::try_new(Default::default()).unwrap();
+    /// let permit = throttle.try_acquire_owned().expect("an idle throttle admits");
+    /// std::thread::spawn(move || permit.rejected_by_backend()).join().unwrap();
+    /// assert_eq!(throttle.metrics().window.requests, 1);
+    /// ```
+    pub fn try_acquire_owned(&self) -> Result<OwnedThrottlePermit, Throttled> {
+        self.inner.admit()?;
+        Ok(OwnedThrottlePermit {
+            throttle: self.clone(),
+        })
     }
 
     /// The probability with which the next request would be shed.

@@ -20,7 +20,9 @@ from ._errors import (
     FailbackFullError,
     Rejected,
     RegistryFullError,
+    ThrottledError,
 )
+from ._throttle import AdaptiveThrottle
 from ._tripline import (
     AsyncCall,
     AsyncGuarded,
@@ -35,6 +37,7 @@ from ._tripline import (
     Permit,
     Pipeline,
     Served,
+    ThrottlePermit,
     Timeout,
 )
 
@@ -44,6 +47,7 @@ except PackageNotFoundError:  # imported from a source tree
     __version__ = "0+unknown"
 
 __all__ = [
+    "AdaptiveThrottle",
     "AsyncCall",
     "AsyncGuarded",
     "AttemptTimeoutError",
@@ -67,6 +71,8 @@ __all__ = [
     "Permit",
     "Rejected",
     "RegistryFullError",
+    "ThrottlePermit",
+    "ThrottledError",
     "Timeout",
     "timeout",
 ]

@@ -18,6 +18,7 @@ __all__ = [
     "ClusterUnavailableError",
     "BroadcastError",
     "FailbackFullError",
+    "ThrottledError",
 ]
 
 
@@ -100,6 +101,33 @@ class FailbackFullError(Rejected):
     """A failback cluster's delivery failed and its queue could not take the
     payload (``max_entries`` or ``max_bytes`` reached, or the payload alone
     exceeds ``max_bytes``): nothing was stored, the caller still holds it."""
+
+
+class ThrottledError(Rejected):
+    """An `AdaptiveThrottle` shed the request here, before it reached the
+    backend, because the backend has been refusing requests as overloaded.
+
+    Attributes: ``throttle`` (its name) and ``rejection_probability`` (the
+    probability in force when the request was shed).
+    """
+
+    # No __init__: built as ThrottledError(throttle, rejection_probability).
+
+    @property
+    def throttle(self) -> str:
+        """The name of the throttle that shed the request."""
+        return str(self.args[0]) if self.args else ""
+
+    @property
+    def rejection_probability(self) -> float:
+        """The probability of shedding when the request was shed."""
+        return float(self.args[1]) if len(self.args) > 1 else 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.throttle}: request throttled locally: backend overloaded "
+            f"(rejection probability {self.rejection_probability:.2f})"
+        )
 
 
 class BroadcastError(Exception):

@@ -235,6 +235,32 @@ class Timeout:
     def acall(self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs) -> AsyncCall[R]: ...
     def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, AsyncCall[R]]: ...
 
+class ThrottlePermit:
+    """Permission to send one request: report the backend's answer once,
+    with ``accepted()`` or ``rejected_by_backend()``. Dropped unreported,
+    it says nothing."""
+
+    def accepted(self) -> None: ...
+    def rejected_by_backend(self) -> None: ...
+
+class _AdaptiveThrottle:
+    """The native throttle behind ``tripline.AdaptiveThrottle``."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock: Optional[ManualClock] = None,
+        seed: Optional[int] = None,
+        **config: Any,
+    ) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def rejection_probability(self) -> float: ...
+    def try_acquire(self) -> ThrottlePermit: ...
+    def metrics(self) -> dict[str, Any]: ...
+
 class Pipeline:
     """Policies composed around calls, in the library's one safe order:
     fallback → overall deadline → retry (with budget) → circuit breaker →

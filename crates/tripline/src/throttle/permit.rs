@@ -47,6 +47,35 @@ impl fmt::Debug for ThrottlePermit<'_> {
     }
 }
 
+/// A [`ThrottlePermit`] that owns a handle on its throttle (see
+/// [`AdaptiveThrottle::try_acquire_owned`](super::AdaptiveThrottle::try_acquire_owned)).
+/// Dropping it reports nothing, as for the borrowed permit.
+#[must_use = "report the backend's answer, or drop the permit to report nothing"]
+pub struct OwnedThrottlePermit {
+    pub(super) throttle: super::AdaptiveThrottle,
+}
+
+impl OwnedThrottlePermit {
+    /// The backend processed the request (whatever the business result).
+    pub fn accepted(self) {
+        self.throttle.inner.record(Some(ACCEPTS));
+    }
+
+    /// The backend refused the request as overloaded (429, 503,
+    /// `RESOURCE_EXHAUSTED`).
+    pub fn rejected_by_backend(self) {
+        self.throttle.inner.record(None);
+    }
+}
+
+impl fmt::Debug for OwnedThrottlePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedThrottlePermit")
+            .field("throttle", &self.throttle.inner.name)
+            .finish()
+    }
+}
+
 /// A request shed locally by the throttle: it never reached the backend.
 ///
 /// ```
