@@ -58,6 +58,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_pipeline_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_throttle_metrics, m)?)?;
     m.add(
         "_OUTLIER_DETECTORS",
         tripline::cluster::EjectionCounts::DETECTOR_LABELS.to_vec(),

@@ -6,7 +6,7 @@
 //! classified by the exception types the caller names, and a Python
 //! wrapper costs little beside a throttle that exists to shed load.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,7 +21,8 @@ use crate::config::kwargs_json;
 /// `tripline.ThrottledError`; the permit reports the backend's answer.
 #[pyclass(frozen, module = "tripline", name = "_AdaptiveThrottle")]
 pub struct NativeThrottle {
-    throttle: AdaptiveThrottle,
+    /// Shared with the exporter's weak list of live throttles.
+    throttle: Arc<AdaptiveThrottle>,
 }
 
 /// Permission to send one request: report the backend's answer with
@@ -72,6 +73,8 @@ impl NativeThrottle {
         let throttle = builder
             .build()
             .map_err(|e| throttle_error(&e.field, &e.constraint))?;
+        let throttle = Arc::new(throttle);
+        crate::tracked::track_throttle(&throttle);
         Ok(NativeThrottle { throttle })
     }
 

@@ -42,6 +42,7 @@ static BREAKERS: Mutex<Vec<Weak<tripline::CircuitBreaker>>> = Mutex::new(Vec::ne
 static REGISTRIES: Mutex<Vec<Weak<Registry>>> = Mutex::new(Vec::new());
 static PIPELINES: Mutex<Vec<Weak<TrackedPipeline>>> = Mutex::new(Vec::new());
 static CLUSTERS: Mutex<Vec<Weak<TrackedCluster>>> = Mutex::new(Vec::new());
+static THROTTLES: Mutex<Vec<Weak<tripline::throttle::AdaptiveThrottle>>> = Mutex::new(Vec::new());
 
 fn push<T>(list: &Mutex<Vec<Weak<T>>>, item: &Arc<T>) {
     let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
@@ -77,6 +78,20 @@ pub(crate) fn track_pipeline(p: &Arc<TrackedPipeline>) {
 /// Tracks a cluster.
 pub(crate) fn track_cluster(c: &Arc<TrackedCluster>) {
     push(&CLUSTERS, c);
+}
+
+/// Tracks an adaptive throttle.
+pub(crate) fn track_throttle(t: &Arc<tripline::throttle::AdaptiveThrottle>) {
+    push(&THROTTLES, t);
+}
+
+/// The metrics of every live adaptive throttle, as dicts.
+#[pyfunction]
+pub(crate) fn _throttle_metrics(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>> {
+    live(&THROTTLES)
+        .iter()
+        .map(|t| serde_to_py(py, &t.metrics()))
+        .collect()
 }
 
 /// The metrics of every live standalone breaker.

@@ -83,7 +83,8 @@ def test_the_window_forgets_an_old_overload(clock):
 
 
 def test_a_permit_reports_once_and_an_unreported_one_says_nothing(clock):
-    throttle = make(clock)
+    # Too little traffic for the throttle to act: no request is shed.
+    throttle = make(clock, minimum_requests_per_second=1000.0)
     permit = throttle.try_acquire()
     permit.rejected_by_backend()
     with pytest.raises(RuntimeError, match="already reported"):
@@ -162,3 +163,28 @@ def test_bad_config_names_the_field(clock, config, error, names):
 def test_overloaded_must_be_exception_types():
     with pytest.raises(TypeError, match="overloaded"):
         tripline.AdaptiveThrottle("t", overloaded=(503,))  # type: ignore[arg-type]
+
+
+def test_a_throttle_is_exported_under_the_rust_exporters_names(clock):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    import tripline.prometheus
+
+    throttle = tripline.AdaptiveThrottle("exported-throttle", clock=clock)
+    throttle.call(lambda: "ok")
+    permit = throttle.try_acquire()
+    permit.rejected_by_backend()
+    registry = CollectorRegistry()
+    tripline.prometheus.register(registry)
+    text = generate_latest(registry).decode()
+    assert 'tripline_throttle_requests_total{name="exported-throttle"} 2.0' in text
+    assert 'tripline_throttle_accepts_total{name="exported-throttle"} 1.0' in text
+    assert 'tripline_throttle_throttled_total{name="exported-throttle"} 0.0' in text
+    assert 'tripline_throttle_drop_probability{name="exported-throttle"}' in text
+    del throttle, permit
+    import gc
+
+    gc.collect()
+    registry = CollectorRegistry()
+    tripline.prometheus.register(registry)
+    assert "exported-throttle" not in generate_latest(registry).decode(), "a freed throttle leaves"

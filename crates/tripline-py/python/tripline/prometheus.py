@@ -16,7 +16,8 @@ cardinality: never one series per key),
 ``tripline_bulkhead_*``; per cluster ``tripline_cluster_endpoints{cluster}``,
 ``tripline_cluster_routable_endpoints``, ``tripline_outlier_*``, its
 endpoint breakers (as breakers, and as a registry family), its retry
-budget and, for failback, ``tripline_failback_*``. With
+budget and, for failback, ``tripline_failback_*``; per adaptive throttle
+``tripline_throttle_*{name}``. With
 ``compat=True`` the generic ``circuit_breaker_state{name}`` and
 ``circuit_breaker_requests_total{name,result}`` that many existing
 dashboards query are exported too.
@@ -133,6 +134,33 @@ class TriplineCollector:
         failbacks = [(c["cluster"], c["failback"]) for c in clusters if c["failback"] is not None]
         if failbacks:
             yield from self._failbacks(failbacks)
+        throttles = _tripline._throttle_metrics()
+        if throttles:
+            yield from self._throttles(throttles)
+
+    def _throttles(self, throttles: list[dict[str, Any]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        p = self.prefix
+        drop = GaugeMetricFamily(
+            f"{p}_throttle_drop_probability",
+            "Probability (0-1) with which the throttle sheds the next request",
+            labels=["name"],
+        )
+        active = GaugeMetricFamily(
+            f"{p}_throttle_active", "1 when the request rate is high enough for the throttle to act", labels=["name"]
+        )
+        requests = CounterMetricFamily(f"{p}_throttle_requests", "Requests seen by the throttle", labels=["name"])
+        accepts = CounterMetricFamily(f"{p}_throttle_accepts", "Requests the backend accepted", labels=["name"])
+        throttled = CounterMetricFamily(f"{p}_throttle_throttled", "Requests the throttle shed locally", labels=["name"])
+        for t in throttles:
+            n = [t["name"]]
+            drop.add_metric(n, t["rejection_probability"])
+            active.add_metric(n, 1.0 if t["active"] else 0.0)
+            requests.add_metric(n, t["totals"]["requests"])
+            accepts.add_metric(n, t["totals"]["accepts"])
+            throttled.add_metric(n, t["totals"]["throttled"])
+        yield from (drop, active, requests, accepts, throttled)
 
     def _retries(self, pipelines: list[dict[str, Any]]) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily
