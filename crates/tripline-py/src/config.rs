@@ -12,9 +12,18 @@ use crate::errors::config_error;
 
 /// Deserialises `value` as `T`, naming the field of any error.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> PyResult<T> {
+    from_json_as("breaker", value)
+}
+
+/// [`from_json`] for a config of another `subject` (`"throttle"`), which
+/// its errors name.
+pub(crate) fn from_json_as<T: serde::de::DeserializeOwned>(
+    subject: &str,
+    value: Value,
+) -> PyResult<T> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        config_error(&path, &e.inner().to_string())
+        config_error(subject, &path, &e.inner().to_string())
     })
 }
 

@@ -68,19 +68,24 @@ fn state_name(py: Python<'_>, state: tripline::State) -> &Bound<'_, PyString> {
     }
 }
 
-/// A config error: `TypeError` for a value of the wrong type, `ValueError`
-/// for the rest (unknown keyword, out-of-range value); the text names the
-/// field and the constraint.
-pub(crate) fn config_error(field: &str, message: &str) -> PyErr {
-    let text = if field.is_empty() || field == "." {
-        format!("invalid breaker config: {message}")
-    } else {
-        format!("invalid breaker config: `{field}`: {message}")
-    };
+/// A config error of a `subject` (`"breaker"`, `"throttle"`) read from
+/// Python values: `TypeError` for a value of the wrong type, `ValueError`
+/// for the rest (unknown keyword, out-of-range value).
+pub(crate) fn config_error(subject: &str, field: &str, message: &str) -> PyErr {
+    let text = config_text(subject, field, message);
     if message.starts_with("invalid type") || message.contains("must be a") {
         PyTypeError::new_err(text)
     } else {
         PyValueError::new_err(text)
+    }
+}
+
+/// A config error's text: the subject, the field and the constraint.
+pub(crate) fn config_text(subject: &str, field: &str, message: &str) -> String {
+    if field.is_empty() || field == "." {
+        format!("invalid {subject} config: {message}")
+    } else {
+        format!("invalid {subject} config: `{field}`: {message}")
     }
 }
 

@@ -8,14 +8,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 use tripline::throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, OwnedThrottlePermit};
 
 use crate::breaker::ManualClock;
-use crate::config::kwargs_json;
+use crate::config::{from_json_as, kwargs_json};
+use crate::errors::config_text;
 
 /// The throttle: `try_acquire()` admits a request or raises
 /// `tripline.ThrottledError`; the permit reports the backend's answer.
@@ -33,21 +34,6 @@ pub struct ThrottlePermit {
     permit: Mutex<Option<OwnedThrottlePermit>>,
 }
 
-/// A config error naming the field: `TypeError` for a value of the wrong
-/// type, `ValueError` for the rest.
-fn throttle_error(field: &str, message: &str) -> PyErr {
-    let text = if field.is_empty() || field == "." {
-        format!("invalid throttle config: {message}")
-    } else {
-        format!("invalid throttle config: `{field}`: {message}")
-    };
-    if message.starts_with("invalid type") {
-        PyTypeError::new_err(text)
-    } else {
-        PyValueError::new_err(text)
-    }
-}
-
 #[pymethods]
 impl NativeThrottle {
     #[new]
@@ -60,9 +46,7 @@ impl NativeThrottle {
     ) -> PyResult<Self> {
         let mut fields = kwargs_json(config)?;
         fields.insert("name".into(), Value::String(name.to_owned()));
-        let config: AdaptiveThrottleConfig =
-            serde_path_to_error::deserialize(Value::Object(fields))
-                .map_err(|e| throttle_error(&e.path().to_string(), &e.inner().to_string()))?;
+        let config: AdaptiveThrottleConfig = from_json_as("throttle", Value::Object(fields))?;
         let mut builder = AdaptiveThrottle::builder().config(config);
         if let Some(c) = clock {
             builder = builder.clock(c.clock.clone());
@@ -72,7 +56,7 @@ impl NativeThrottle {
         }
         let throttle = builder
             .build()
-            .map_err(|e| throttle_error(&e.field, &e.constraint))?;
+            .map_err(|e| PyValueError::new_err(config_text("throttle", &e.field, &e.constraint)))?;
         let throttle = Arc::new(throttle);
         crate::tracked::track_throttle(&throttle);
         Ok(NativeThrottle { throttle })

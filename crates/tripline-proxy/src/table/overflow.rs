@@ -154,35 +154,30 @@ impl Overflow {
             let kept =
                 keep(name).filter(|o| o.limits == limits && o.endpoint == section.endpoint_limits);
             let overflow = kept.unwrap_or_else(|| {
-                let built = Arc::new(Overflow::new(
-                    name,
-                    limits,
-                    section.endpoint_limits.clone(),
-                    &metrics.refused,
-                ));
-                metrics.track(&built);
-                built
+                Overflow::new(name, limits, section.endpoint_limits.clone(), metrics)
             });
             out.insert(name.clone(), overflow);
         }
         out
     }
 
+    /// A cluster's limits, counted and tracked in `metrics`.
     fn new(
         cluster: &str,
         limits: ClusterLimits,
         endpoint: Option<EndpointLimits>,
-        refused: &prometheus_client::metrics::family::Family<Labels, Counter>,
-    ) -> Overflow {
+        metrics: &OverflowMetrics,
+    ) -> Arc<Overflow> {
         let counter = |limit: &str| {
-            refused
+            metrics
+                .refused
                 .get_or_create(&vec![
                     ("cluster", cluster.to_owned()),
                     ("limit", limit.to_owned()),
                 ])
                 .clone()
         };
-        Overflow {
+        let overflow = Arc::new(Overflow {
             connections: limits
                 .max_connections
                 .map(|n| Arc::new(Semaphore::new(n as usize))),
@@ -195,7 +190,9 @@ impl Overflow {
             refused: LIMITS.map(counter),
             cluster: cluster.to_owned(),
             logged: Mutex::new((None, 0)),
-        }
+        });
+        metrics.track(&overflow);
+        overflow
     }
 
     fn refuse<T>(&self, limit: Limit) -> Result<T, Limit> {

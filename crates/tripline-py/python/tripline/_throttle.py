@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Optional, TypeVar, Union, cast
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator, Optional, TypeVar, Union, cast
 
 from ._tripline import ManualClock, ThrottlePermit, _AdaptiveThrottle
 
@@ -79,38 +80,38 @@ class AdaptiveThrottle:
         the request rate is high enough for the throttle to act."""
         return self._native.metrics()
 
-    def _report(self, permit: ThrottlePermit, error: Optional[Exception]) -> None:
-        if error is not None and isinstance(error, self._overloaded):
-            permit.rejected_by_backend()
-        else:
-            permit.accepted()
+    @contextmanager
+    def _reported(self) -> Iterator[None]:
+        """Admits one call and reports how its body ended: an exception
+        listed in ``overloaded`` as the backend's refusal, any other
+        answer as an accept. A ``BaseException`` that is not an
+        ``Exception`` passes through unreported."""
+        permit = self._native.try_acquire()
+        try:
+            yield
+        except Exception as error:
+            if isinstance(error, self._overloaded):
+                permit.rejected_by_backend()
+            else:
+                permit.accepted()
+            raise
+        permit.accepted()
 
     def call(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Runs ``func(*args, **kwargs)`` if the throttle admits it."""
-        permit = self._native.try_acquire()
-        try:
-            result = func(*args, **kwargs)
-        except Exception as error:
-            self._report(permit, error)
-            raise
-        self._report(permit, None)
-        return result
+        with self._reported():
+            return func(*args, **kwargs)
 
     async def acall(
         self, func: Callable[..., Union[Awaitable[T], T]], /, *args: Any, **kwargs: Any
     ) -> T:
         """Awaits ``func(*args, **kwargs)`` (an ``async def``, or a ``def``)
         if the throttle admits it."""
-        permit = self._native.try_acquire()
-        try:
+        with self._reported():
             result = func(*args, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception as error:
-            self._report(permit, error)
-            raise
-        self._report(permit, None)
-        return cast(T, result)
+            return cast(T, result)
 
     def __call__(self, func: F) -> F:
         """Decorates a ``def`` or an ``async def``."""

@@ -28,7 +28,7 @@ Every breaker alive in the process is exported, read at scrape time
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import _tripline
 
@@ -141,26 +141,33 @@ class TriplineCollector:
     def _throttles(self, throttles: list[dict[str, Any]]) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        p = self.prefix
-        drop = GaugeMetricFamily(
-            f"{p}_throttle_drop_probability",
-            "Probability (0-1) with which the throttle sheds the next request",
-            labels=["name"],
-        )
-        active = GaugeMetricFamily(
-            f"{p}_throttle_active", "1 when the request rate is high enough for the throttle to act", labels=["name"]
-        )
-        requests = CounterMetricFamily(f"{p}_throttle_requests", "Requests seen by the throttle", labels=["name"])
-        accepts = CounterMetricFamily(f"{p}_throttle_accepts", "Requests the backend accepted", labels=["name"])
-        throttled = CounterMetricFamily(f"{p}_throttle_throttled", "Requests the throttle shed locally", labels=["name"])
-        for t in throttles:
-            n = [t["name"]]
-            drop.add_metric(n, t["rejection_probability"])
-            active.add_metric(n, 1.0 if t["active"] else 0.0)
-            requests.add_metric(n, t["totals"]["requests"])
-            accepts.add_metric(n, t["totals"]["accepts"])
-            throttled.add_metric(n, t["totals"]["throttled"])
-        yield from (drop, active, requests, accepts, throttled)
+        families: list[tuple[Any, str, str, Callable[[dict[str, Any]], float]]] = [
+            (
+                GaugeMetricFamily,
+                "throttle_drop_probability",
+                "Probability (0-1) with which the throttle sheds the next request",
+                lambda t: t["rejection_probability"],
+            ),
+            (
+                GaugeMetricFamily,
+                "throttle_active",
+                "1 when the request rate is high enough for the throttle to act",
+                lambda t: 1.0 if t["active"] else 0.0,
+            ),
+            (CounterMetricFamily, "throttle_requests", "Requests seen by the throttle", lambda t: t["totals"]["requests"]),
+            (CounterMetricFamily, "throttle_accepts", "Requests the backend accepted", lambda t: t["totals"]["accepts"]),
+            (
+                CounterMetricFamily,
+                "throttle_throttled",
+                "Requests the throttle shed locally",
+                lambda t: t["totals"]["throttled"],
+            ),
+        ]
+        for kind, name, documentation, value in families:
+            family = kind(f"{self.prefix}_{name}", documentation, labels=["name"])
+            for t in throttles:
+                family.add_metric([t["name"]], value(t))
+            yield family
 
     def _retries(self, pipelines: list[dict[str, Any]]) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily

@@ -200,10 +200,7 @@ impl ClusterBuilder {
         let config = self.config;
         config.validate()?;
         let clock = self.clock.unwrap_or_default();
-        let seed = self.seed.unwrap_or_else(|| {
-            use std::hash::{BuildHasher, RandomState};
-            RandomState::new().hash_one(0x0063_6c75_7374_6572_u64)
-        });
+        let seed = self.seed.unwrap_or_else(crate::rng::random_seed);
         let family = match self.registry {
             Some(r) => BreakerFamily::from_registry(r),
             None => BreakerFamily::new(config.breaker.clone(), clock.clone(), self.seed)

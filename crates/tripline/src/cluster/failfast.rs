@@ -52,8 +52,9 @@ impl Failfast {
     }
 
     with_default_classifier! {
-        /// Runs `op` once on a selected endpoint: `Ok` is a success, `Err` an
-        /// upstream failure. The context deadline ([`Deadline::current`](crate::timeout::Deadline::current)) is
+        /// Runs `op` once on a selected endpoint: `Ok` is a success, `Err`
+        /// an upstream failure. The context deadline
+        /// ([`Deadline::current`](crate::timeout::Deadline::current)) is
         /// checked first and handed to the attempt.
         #[inline]
         pub fn call(op: FnOnce) -> Result<T, ClusterError<E>> = call_with;

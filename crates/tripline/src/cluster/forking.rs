@@ -15,8 +15,8 @@
 //! ([`Ignored`](super::EndpointOutcome::Ignored)) is an answer and wins like
 //! a success; when every fork fails, the last failure is returned. With a
 //! [`Timer`](crate::timeout::Timer) the whole race is bounded by the
-//! deadline ([`Deadline::current`](crate::timeout::Deadline::current)); without one, the deadline is only
-//! handed to each fork.
+//! deadline ([`Deadline::current`](crate::timeout::Deadline::current));
+//! without one, the deadline is only handed to each fork.
 //!
 //! Async only (it needs concurrency), on any runtime: the forks are polled
 //! by the calling task, no task is spawned.

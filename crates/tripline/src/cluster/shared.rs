@@ -67,6 +67,24 @@ impl Shared {
         }
     }
 
+    /// What every strategy's call that selects endpoints does first: the
+    /// due outlier pass, then the context deadline ([`Deadline::current`]),
+    /// failing fast when less than `floor` is left of it (at least
+    /// something must be left). The clock is read only when there is a
+    /// deadline: a call without one pays no clock read for it.
+    #[inline]
+    pub(crate) fn begin_call(&self, floor: Duration) -> Result<Option<Deadline>, DeadlineExceeded> {
+        self.tick();
+        let deadline = Deadline::current();
+        if let Some(d) = deadline {
+            let remaining = d.instant() - self.clock.now();
+            if remaining < floor.max(Duration::from_nanos(1)) {
+                return Err(DeadlineExceeded { remaining, floor });
+            }
+        }
+        Ok(deadline)
+    }
+
     #[cold]
     fn analyze_due(&self, now: Timestamp) {
         if let Some(o) = &self.outlier
@@ -336,23 +354,3 @@ macro_rules! with_default_classifier {
     };
 }
 pub(crate) use with_default_classifier;
-
-impl Shared {
-    /// What every strategy's call that selects endpoints does first: the
-    /// due outlier pass, then the context deadline ([`Deadline::current`]),
-    /// failing fast when less than `floor` is left of it (at least
-    /// something must be left). The clock is read only when there is a
-    /// deadline: a call without one pays no clock read for it.
-    #[inline]
-    pub(crate) fn begin_call(&self, floor: Duration) -> Result<Option<Deadline>, DeadlineExceeded> {
-        self.tick();
-        let deadline = Deadline::current();
-        if let Some(d) = deadline {
-            let remaining = d.instant() - self.clock.now();
-            if remaining < floor.max(Duration::from_nanos(1)) {
-                return Err(DeadlineExceeded { remaining, floor });
-            }
-        }
-        Ok(deadline)
-    }
-}

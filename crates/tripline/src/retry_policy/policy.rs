@@ -42,10 +42,7 @@ impl RetryPolicy {
         seed: Option<u64>,
     ) -> Result<Self, PolicyConfigError> {
         config.validate()?;
-        let seed = seed.unwrap_or_else(|| {
-            use std::hash::{BuildHasher, RandomState};
-            RandomState::new().hash_one(0x7472_6970_6c69_6e65u64)
-        });
+        let seed = seed.unwrap_or_else(crate::rng::random_seed);
         Ok(RetryPolicy {
             inner: Arc::new(RetryInner {
                 config,

@@ -58,13 +58,20 @@ pub struct OwnedThrottlePermit {
 impl OwnedThrottlePermit {
     /// The backend processed the request (whatever the business result).
     pub fn accepted(self) {
-        self.throttle.inner.record(Some(ACCEPTS));
+        self.borrowed().accepted();
     }
 
     /// The backend refused the request as overloaded (429, 503,
     /// `RESOURCE_EXHAUSTED`).
     pub fn rejected_by_backend(self) {
-        self.throttle.inner.record(None);
+        self.borrowed().rejected_by_backend();
+    }
+
+    /// The same permit, borrowed: it reports as [`ThrottlePermit`] does.
+    fn borrowed(&self) -> ThrottlePermit<'_> {
+        ThrottlePermit {
+            inner: &self.throttle.inner,
+        }
     }
 }
 

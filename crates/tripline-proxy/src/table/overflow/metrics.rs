@@ -88,27 +88,25 @@ impl Gauges {
 impl Collector for Gauges {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
         // One row per cluster and limit: (cluster, limit, in use, max).
-        let rows: Vec<_> = self
-            .current()
+        let current = self.current();
+        let rows: Vec<_> = current
             .iter()
             .flat_map(|o| {
-                let cluster = o.cluster.clone();
-                o.held()
-                    .into_iter()
-                    .map(move |(limit, in_use, max)| (cluster.clone(), limit, in_use, max))
+                let held = o.held().into_iter();
+                held.map(|(limit, in_use, max)| (o.cluster.as_str(), limit, in_use, max))
             })
             .collect();
         gauge_family(
             &mut encoder,
             &self.in_use,
             "What a cluster's overflow limits hold now (requests, connections, pending requests and retries in flight), by cluster and limit",
-            rows.iter().map(|(c, l, in_use, _)| (c, *l, Some(*in_use))),
+            rows.iter().map(|(c, l, in_use, _)| (*c, *l, Some(*in_use))),
         )?;
         gauge_family(
             &mut encoder,
             &self.limit,
             "A cluster's overflow limits as configured, by cluster and limit",
-            rows.iter().map(|(c, l, _, max)| (c, *l, *max)),
+            rows.iter().map(|(c, l, _, max)| (*c, *l, *max)),
         )
     }
 }
@@ -118,7 +116,7 @@ fn gauge_family<'a>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    rows: impl Iterator<Item = (&'a String, &'static str, Option<i64>)>,
+    rows: impl Iterator<Item = (&'a str, &'static str, Option<i64>)>,
 ) -> Result<(), fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (cluster, limit, value) in rows {
