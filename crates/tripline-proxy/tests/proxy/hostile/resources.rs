@@ -43,6 +43,8 @@ fn after_hostile_clients_the_proxy_serves_and_holds_no_socket_and_its_memory_ret
     );
     assert!(out.status.success(), "{text}");
     assert!(text.contains("1 passed"), "{text}");
+    // The figures, for a run with --nocapture.
+    eprintln!("{text}");
 }
 
 async fn hostile_clients_then_baseline() {
@@ -105,10 +107,16 @@ async fn hostile_clients_then_baseline() {
         per_head < 3 * HEAD as u64,
         "{per_head} bytes a head of {HEAD}"
     );
-    // The second round costs no more than the first: nothing accumulates.
+    // The second round costs no more than the first, each measured from
+    // the memory it started with: nothing accumulates. What the first
+    // round left resident (at most a third, asserted below) is the
+    // second's starting point, not its cost; the tenth is for pages the
+    // allocator has not yet purged when the peak is read, which varies
+    // with the machine's speed.
+    let second_taken = second_peak.saturating_sub(rss_between);
     assert!(
-        second_peak < first_peak + 2 * 1024,
-        "{second_peak} KiB the second time, {first_peak} KiB the first"
+        second_taken <= taken + taken / 10,
+        "{second_taken} KiB taken the second time ({second_peak} KiB from {rss_between} KiB), {taken} KiB the first"
     );
     for (when, rss) in [("once they closed", rss_between), ("at the end", rss_after)] {
         assert!(
