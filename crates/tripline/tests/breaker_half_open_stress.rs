@@ -63,8 +63,9 @@ fn next(state: &mut u64) -> u64 {
 struct Shared {
     healthy: AtomicBool,
     stop: AtomicBool,
-    /// Calls the workers made: the driver paces itself on them, so the
-    /// run has the same shape however the threads are scheduled.
+    /// Calls the workers made: the driver paces itself on them (at least
+    /// four between two of its steps), so the run has the same shape
+    /// however the threads are scheduled.
     calls: AtomicU64,
 }
 
@@ -140,10 +141,17 @@ fn run(max: Option<Duration>, every: u64) {
         }
     })
     .detach();
+    let mut paced = 0;
     for step in 0..6_000u64 {
-        while shared.calls.load(Ordering::Relaxed) < step * 4 {
+        // Four worker calls a step, counted from the last step: a total
+        // (calls >= 4 × steps) would let workers that ran ahead while
+        // this thread was descheduled leave every later step without a
+        // call, and the breaker, seeing only the driver's successes,
+        // would hardly trip (a CI run saw 12 rounds).
+        while shared.calls.load(Ordering::Relaxed) < paced + 4 {
             thread::yield_now();
         }
+        paced = shared.calls.load(Ordering::Relaxed);
         clock.advance(TICK);
         let policy = &policies[order[(step / every) as usize % order.len()]];
         if step % every == 0 {
