@@ -112,7 +112,7 @@ impl Shared {
         self.transitions.with(|t| {
             if !t.is_empty() {
                 for s in breakers.iter_mut() {
-                    s.transitions = t.of(&s.name);
+                    s.transitions = t.of(&s.name).to_vec();
                 }
             }
         });

@@ -26,7 +26,6 @@ use crate::histogram::{DurationHistogram, TimedBreaker};
 use crate::names::{COMPAT, FAMILIES};
 pub use crate::source::SourceKind;
 use crate::source::{Detail, OneBreaker, Registry, RegistrySource, Sources};
-use crate::transitions::TransitionBook;
 
 /// Collects tripline's counts at scrape time and writes them as Prometheus
 /// metrics. See the [crate docs](crate) and [`names`](crate::names).
@@ -51,7 +50,7 @@ pub(crate) struct Shared {
     pub(crate) compat: bool,
     buckets: Arc<[f64]>,
     pub(crate) sources: RwLock<Sources>,
-    pub(crate) transitions: Arc<TransitionBook>,
+    pub(crate) transitions: Arc<tripline::breaker::TransitionTally>,
     /// Call-duration histograms of timed breakers, by breaker name.
     pub(crate) histograms: Mutex<HashMap<String, Arc<DurationHistogram>>>,
     /// Breakers left out of the last scrape as duplicates.
@@ -140,7 +139,7 @@ impl Exporter {
         if sources.exports_breaker(breaker.name(), Some(breaker)) {
             return Err(already(SourceKind::Breaker, breaker.name()));
         }
-        let events = breaker.subscribe(self.shared.transitions.callback());
+        let events = breaker.subscribe(self.shared.transitions.subscriber());
         sources.breakers.push(OneBreaker {
             breaker: breaker.clone(),
             detail,
@@ -197,7 +196,7 @@ impl Exporter {
         }
         // Aggregate exports no transitions: no forwarder on every breaker.
         let events = (detail > Detail::Aggregate).then(|| {
-            let callback = self.shared.transitions.callback();
+            let callback = self.shared.transitions.subscriber();
             registry.subscribe(move |_, event| callback(event))
         });
         sources.registries.push(Registry {

@@ -65,7 +65,6 @@ pub mod names;
 mod outlier;
 mod sample;
 mod source;
-mod transitions;
 
 use std::sync::OnceLock;
 

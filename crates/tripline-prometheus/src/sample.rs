@@ -3,13 +3,12 @@
 
 use std::time::{Duration, SystemTime};
 
-use tripline::breaker::CallCounts;
+use tripline::breaker::{CallCounts, TransitionCount};
 use tripline::clock::Clock;
 use tripline::{CircuitBreaker, State, WindowSnapshot};
 
 use crate::histogram::HistogramSample;
 use crate::source::Detail;
-use crate::transitions::Count;
 
 /// The configured values the `Full` families and the compat families show.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,7 +38,7 @@ pub(crate) struct BreakerSample {
     pub(crate) backoff_round: u64,
     pub(crate) config_version: u64,
     pub(crate) config: Option<ConfigSample>,
-    pub(crate) transitions: Vec<Count>,
+    pub(crate) transitions: Vec<TransitionCount>,
     /// Boxed: most breakers have none, and samples are many.
     pub(crate) histogram: Option<Box<HistogramSample>>,
 }

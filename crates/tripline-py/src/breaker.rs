@@ -43,6 +43,7 @@ impl CircuitBreaker {
         if subscribe {
             let r = reasons.clone();
             subscriptions.push(breaker.subscribe(move |e| r.observe(e)));
+            subscriptions.push(crate::tracked::count_transitions(&breaker));
         }
         let breaker = Arc::new(breaker);
         if subscribe {

@@ -54,7 +54,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<throttle::ThrottlePermit>()?;
     m.add_class::<cluster::Cluster>()?;
     m.add_class::<cluster::call::Served>()?;
-    m.add_function(wrap_pyfunction!(tracked::_breaker_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_breaker_samples, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_registry_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_pipeline_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;

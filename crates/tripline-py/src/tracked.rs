@@ -6,18 +6,21 @@
 //! breaker cannot leak through the exporter). Registries are exported by
 //! their bounded-cardinality stats, not per key, as in the Rust exporter.
 
-use std::sync::{Arc, Mutex, Weak};
+mod samples;
+
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use pyo3::prelude::*;
 
 use pyo3::types::PyDict;
+use tripline::breaker::{Subscription, TransitionTally};
 use tripline::budget::RetryBudget;
 use tripline::cluster::EjectionTally;
 use tripline::cluster::Failback;
 use tripline::outlier::ClusterSubscription;
+use tripline::registry::{RegistryKey, RegistrySubscription};
 
 use crate::convert::serde_to_py;
-use crate::metrics::Metrics;
 
 type Registry = tripline::BreakerRegistry<String>;
 
@@ -36,6 +39,28 @@ pub(crate) struct TrackedCluster {
     pub(crate) tally: Arc<EjectionTally>,
     /// Feeds `tally`; unsubscribes when the cluster goes.
     pub(crate) _subscription: ClusterSubscription,
+    /// Feeds [`TRANSITIONS`] from the endpoint breakers.
+    pub(crate) _transitions: RegistrySubscription,
+}
+
+/// Transitions by from, to and reason of every tracked breaker (standalone
+/// and cluster endpoints), for `tripline_breaker_transitions_total`.
+/// Names no longer alive are pruned at each exposition.
+static TRANSITIONS: LazyLock<Arc<TransitionTally>> = LazyLock::new(Arc::default);
+
+/// Counts `breaker`'s transitions from now on, until the returned
+/// subscription is dropped (with the breaker).
+pub(crate) fn count_transitions(breaker: &tripline::CircuitBreaker) -> Subscription {
+    breaker.subscribe(TRANSITIONS.subscriber())
+}
+
+/// Counts the transitions of every breaker of `registry` (a cluster's
+/// endpoints), until the returned subscription is dropped.
+pub(crate) fn count_registry_transitions<K: RegistryKey>(
+    registry: &tripline::BreakerRegistry<K>,
+) -> RegistrySubscription {
+    let count = TRANSITIONS.subscriber();
+    registry.subscribe(move |_, event| count(event))
 }
 
 static BREAKERS: Mutex<Vec<Weak<tripline::CircuitBreaker>>> = Mutex::new(Vec::new());
@@ -94,14 +119,7 @@ pub(crate) fn _throttle_metrics(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>
         .collect()
 }
 
-/// The metrics of every live standalone breaker.
-#[pyfunction]
-pub(crate) fn _breaker_metrics() -> Vec<Metrics> {
-    live(&BREAKERS)
-        .iter()
-        .map(|b| Metrics::from(b.metrics()))
-        .collect()
-}
+pub(crate) use samples::_breaker_samples;
 
 /// The stats of every live registry, as dicts.
 #[pyfunction]
@@ -123,7 +141,8 @@ pub(crate) fn _pipeline_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>
 
 /// Every live cluster: `{"cluster", "endpoints", "routable", "panic",
 /// "active", "ejections", "skipped", "panic_entered", "family",
-/// "breakers", "registry", "failback", "budget"}`.
+/// "registry", "failback", "budget"}` (its endpoint breakers are in
+/// `_breaker_samples`).
 #[pyfunction]
 pub(crate) fn _cluster_stats(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     live(&CLUSTERS).iter().map(|c| cluster(py, c)).collect()
@@ -146,9 +165,6 @@ fn cluster<'py>(py: Python<'py>, c: &TrackedCluster) -> PyResult<Bound<'py, PyDi
     d.set_item("panic_entered", o.panic_entered)?;
     let breakers = c.cluster.breakers();
     d.set_item("family", breakers.family())?;
-    let mut metrics = Vec::new();
-    breakers.for_each_breaker(|_, b| metrics.push(Metrics::from(b.metrics())));
-    d.set_item("breakers", metrics)?;
     d.set_item("registry", serde_to_py(py, &breakers.stats())?)?;
     let failback = match &c.failback {
         Some(f) => {

@@ -47,6 +47,44 @@ def test_families_carry_the_rust_exporters_names(make_breaker):
     assert "circuit_breaker_state" not in text
 
 
+def test_the_full_detail_families_the_alert_rules_read(make_breaker, clock):
+    b = make_breaker("detail-export", max_half_open_duration="2s", slow_call_duration="1s")
+    trip(b)
+    clock.advance(2)
+    text = exposition()
+    assert 'tripline_breaker_transitions_total{from="closed",name="detail-export",reason="failure_rate",to="open"} 1.0' in text
+    assert 'tripline_breaker_time_in_state_seconds{name="detail-export"} 2.0' in text
+    # Open for 5 s, 2 of them passed: the deadline is 3 s from now.
+    until = float(text.split('tripline_breaker_open_until_timestamp_seconds{name="detail-export"} ')[1].split()[0])
+    assert abs(until - (time.time() + 3)) < 2
+    assert 'tripline_breaker_failure_rate_threshold{name="detail-export"} 0.5' in text
+    assert 'tripline_breaker_slow_call_rate_threshold{name="detail-export"} 1.0' in text
+    assert 'tripline_breaker_minimum_calls{name="detail-export"} 4.0' in text
+    assert 'tripline_breaker_max_half_open_duration_seconds{name="detail-export"} 2.0' in text
+    # A probe round that fails counts half_open -> open; the next closes.
+    clock.advance(3)
+    with pytest.raises(ConnectionError):
+        b.call(lambda: (_ for _ in ()).throw(ConnectionError("still down")))
+    clock.advance(10)
+    b.call(lambda: 1)
+    text = exposition()
+    assert 'tripline_breaker_transitions_total{from="open",name="detail-export",reason="open_duration_elapsed",to="half_open"} 2.0' in text
+    assert 'tripline_breaker_transitions_total{from="half_open",name="detail-export",reason="probe_failed",to="open"} 1.0' in text
+    assert 'tripline_breaker_transitions_total{from="half_open",name="detail-export",reason="probes_succeeded",to="closed"} 1.0' in text
+    assert 'tripline_breaker_open_until_timestamp_seconds{name="detail-export"} 0.0' in text
+
+
+def test_a_breaker_without_slow_calls_shows_no_slow_threshold(make_breaker):
+    b = make_breaker("plain-export")
+    text = exposition()
+    assert b.state == "closed"
+    assert 'tripline_breaker_failure_rate_threshold{name="plain-export"}' in text
+    assert 'tripline_breaker_slow_call_rate_threshold{name="plain-export"}' not in text
+    # The backstop's default.
+    assert 'tripline_breaker_max_half_open_duration_seconds{name="plain-export"} 60.0' in text
+    assert 'tripline_breaker_transitions_total{name="plain-export"' not in text
+
+
 def test_compat_names_behind_the_switch(make_breaker):
     b = make_breaker("compat-export")
     b.force_open()
@@ -140,6 +178,26 @@ def test_clusters_export_health_outliers_endpoint_breakers_and_failback(clock, t
     assert 'tripline_failback_deliveries_total{name="points-export",outcome="gave_up"} 0.0' in text
 
 
+def test_endpoint_breaker_transitions_are_exported(clock):
+    def call(address: str) -> str:
+        raise ConnectionResetError(address)
+
+    cluster = tripline.Cluster(
+        ["down:1"],
+        call=call,
+        name="trips-export",
+        strategy="failfast",
+        breaker={"window": {"kind": "count", "size": 2}, "minimum_calls": 2},
+        clock=clock,
+    )
+    for _ in range(2):
+        with pytest.raises(ConnectionResetError):
+            cluster()
+    text = exposition()
+    assert 'tripline_breaker_state_code{name="trips-export:down:1"} 1.0' in text
+    assert 'tripline_breaker_transitions_total{from="closed",name="trips-export:down:1",reason="failure_rate",to="open"} 1.0' in text
+
+
 def test_freed_breakers_leave_the_export():
     b = tripline.CircuitBreaker("ephemeral-export")
     assert "ephemeral-export" in exposition()
@@ -156,13 +214,16 @@ def free_port() -> int:
 class Prometheus:
     """A Prometheus server scraping one target every second."""
 
-    def __init__(self, target: str, tmp: Path) -> None:
+    def __init__(self, target: str, tmp: Path, rules: Optional[Path] = None) -> None:
         binary = shutil.which("prometheus")
         if binary is None:
             pytest.fail("the `prometheus` binary is missing: install the Debian package prometheus (scripts/install-deps)")
+        # Rules, if any, are evaluated every second too.
+        rule_files = f"rule_files:\n  - '{rules}'\n" if rules else ""
         (tmp / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            f"scrape_configs:\n  - job_name: python\n    static_configs:\n      - targets: ['{target}']\n"
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            + rule_files
+            + f"scrape_configs:\n  - job_name: python\n    static_configs:\n      - targets: ['{target}']\n"
         )
         self.port = free_port()
         self.log = tmp / "prometheus.log"
@@ -218,6 +279,64 @@ def test_a_real_prometheus_scrapes_a_python_process(tmp_path, make_breaker):
         prom.until("the cluster", 'tripline_cluster_routable_endpoints{cluster="scraped-cluster"}', 2.0)
         prom.until("the bulkhead", 'tripline_bulkhead_max_concurrent{name="scraped-pipeline"}', 7.0)
         assert scraped.name and scraped_pipeline.name
+    finally:
+        prom.stop()
+        server.shutdown()
+
+
+# The alert rules shipped for tripline's Rust exporter.
+ALERT_RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "tripline-alerts.yml"
+
+
+def firing(alert: str, name: str) -> str:
+    return f'ALERTS{{alertname="{alert}",name="{name}",alertstate="firing"}}'
+
+
+def test_the_shipped_breaker_alerts_fire_for_a_python_process(tmp_path, make_breaker, clock):
+    """One dashboard and one set of alert rules serve Rust and Python
+    services: the rules written for the Rust exporter fire, in a real
+    Prometheus, on what a Python process exports."""
+    registry = CollectorRegistry()
+    tripline.prometheus.register(registry)
+    port = free_port()
+    server, _ = prometheus_client.start_http_server(port, addr="127.0.0.1", registry=registry)
+    flapping = make_breaker("alert-flapping")
+    probing = make_breaker("alert-probing")
+    stuck = make_breaker("alert-stuck", max_half_open_duration="2s")
+
+    def fail() -> None:
+        raise ConnectionError("still down")
+
+    def failed_probe() -> None:
+        clock.advance(6)  # the open duration (5 s) passes
+        with pytest.raises(ConnectionError):
+            probing.call(fail)
+        assert probing.state == "open"
+
+    prom = Prometheus(f"127.0.0.1:{port}", tmp_path, rules=ALERT_RULES)
+    try:
+        # A counter's first sample is its baseline: Prometheus's increase()
+        # counts from the second on.
+        trip(flapping)
+        trip(probing)
+        failed_probe()
+        prom.until("the first trip", 'tripline_breaker_transitions_total{name="alert-flapping",from="closed",to="open"}', 1.0)
+        prom.until("the first failed probe", 'tripline_breaker_transitions_total{name="alert-probing",from="half_open",to="open"}', 1.0)
+        for _ in range(4):
+            clock.advance(6)
+            flapping.call(lambda: 1)  # the probe closes it...
+            trip(flapping)  # ...and it trips again
+        for _ in range(3):
+            failed_probe()
+        trip(stuck)
+        clock.advance(6)
+        probe = stuck.try_acquire()  # a probe that never finishes
+        assert stuck.state == "half_open"
+        clock.advance(3)  # past its 2 s backstop; no call comes to end it
+        prom.until("the flapping alert", firing("TriplineBreakerFlapping", "alert-flapping"), 1.0)
+        prom.until("the failing-probes alert", firing("TriplineBreakerProbesFailing", "alert-probing"), 1.0)
+        prom.until("the stuck half-open alert", firing("TriplineBreakerHalfOpenStuck", "alert-stuck"), 1.0)
+        probe.release()
     finally:
         prom.stop()
         server.shutdown()

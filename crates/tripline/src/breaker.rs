@@ -34,6 +34,7 @@ mod metrics;
 mod permit;
 mod state;
 pub(crate) mod stripe;
+mod tally;
 mod thread_slot;
 mod times;
 mod window;
@@ -58,6 +59,7 @@ pub use metrics::{CallCounts, Metrics};
 pub(crate) use permit::DetachedPermit;
 pub use permit::{CallError, OwnedPermit, Permit, Rejected};
 pub use state::State;
+pub use tally::{TransitionCount, TransitionLookup, TransitionTally};
 pub use times::StateTimes;
 pub use window::WindowSnapshot;
 

@@ -133,13 +133,13 @@ fn transitions(out: &mut Out<'_, '_>, samples: &[BreakerSample]) -> fmt::Result 
     let base = out.labels();
     let mut fam = out.family(&f::TRANSITIONS)?;
     for s in samples.iter().filter(|s| has(s)) {
-        for (from, to, reason, n) in &s.transitions {
+        for t in &s.transitions {
             let l = base
                 .with("name", &s.name)
-                .with("from", from.as_str())
-                .with("to", to.as_str())
-                .with("reason", reason.as_str());
-            fam.counter(&l, *n)?;
+                .with("from", t.from.as_str())
+                .with("to", t.to.as_str())
+                .with("reason", t.reason.as_str());
+            fam.counter(&l, t.count)?;
         }
     }
     Ok(())

@@ -9,7 +9,10 @@ so one dashboard and one set of alert rules serve Rust and Python
 services: ``tripline_breaker_state{name,state}``,
 ``tripline_breaker_state_code{name}``,
 ``tripline_breaker_calls_total{name,outcome}``,
-``tripline_breaker_failure_rate{name}``, ... and, per registry (bounded
+``tripline_breaker_failure_rate{name}``, ...,
+``tripline_breaker_transitions_total{name,from,to,reason}``,
+``tripline_breaker_time_in_state_seconds{name}`` and the thresholds in
+force (what the shipped alert rules read) and, per registry (bounded
 cardinality: never one series per key),
 ``tripline_registry_breakers{family,state}`` and friends; per pipeline
 (by its ``name``) ``tripline_retry_*``, ``tripline_retry_budget_*`` and
@@ -58,15 +61,10 @@ class TriplineCollector:
 
         p = self.prefix
         clusters = _tripline._cluster_stats()
-        metrics = _tripline._breaker_metrics()
-        # Endpoint breakers too; a name exported already (a standalone
-        # breaker of the same name) is left out, never written twice.
-        names = {m.name for m in metrics}
-        for c in clusters:
-            for m in c["breakers"]:
-                if m.name not in names:
-                    names.add(m.name)
-                    metrics.append(m)
+        # Standalone breakers, then the clusters' endpoint breakers, each
+        # name once.
+        samples = _tripline._breaker_samples()
+        metrics = [s["metrics"] for s in samples]
         state = GaugeMetricFamily(f"{p}_breaker_state", "1 for the breaker's current state, 0 for the others", labels=["name", "state"])
         code = GaugeMetricFamily(
             f"{p}_breaker_state_code",
@@ -108,6 +106,7 @@ class TriplineCollector:
             version.add_metric([n], m.config_version)
         if metrics:
             yield from (state, code, calls, failure_rate, slow_rate, window, probes_in_flight, probes, probe_due, backoff, version)
+            yield from self._breaker_details(samples)
         if self.compat and metrics:
             cstate = GaugeMetricFamily("circuit_breaker_state", "Breaker state: 0 closed, 1 open, 2 half-open", labels=["name"])
             requests = CounterMetricFamily(
@@ -137,6 +136,50 @@ class TriplineCollector:
         throttles = _tripline._throttle_metrics()
         if throttles:
             yield from self._throttles(throttles)
+
+    def _breaker_details(self, samples: list[dict[str, Any]]) -> Iterator[Any]:
+        """The families the Rust exporter shows at its ``Full`` detail, which
+        the shipped alert rules read: transitions by kind (flapping, failed
+        probe rounds), time in state against the half-open backstop (a
+        stuck half-open), and the thresholds in force."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        p = self.prefix
+        transitions = CounterMetricFamily(
+            f"{p}_breaker_transitions", "State transitions since the breaker was created (by from, to and reason)", labels=["name", "from", "to", "reason"]
+        )
+        for s in samples:
+            for frm, to, reason, n in s["transitions"]:
+                transitions.add_metric([s["metrics"].name, frm, to, reason], n)
+        if transitions.samples:
+            yield transitions
+        # (family, help, the sample's key); a None value (no slow-call
+        # detection, no backstop) leaves the breaker out of that family.
+        gauges = [
+            (GaugeMetricFamily, "breaker_time_in_state_seconds", "Seconds since the breaker entered its current state, on the breaker's clock", "time_in_state"),
+            (
+                GaugeMetricFamily,
+                "breaker_open_until_timestamp_seconds",
+                "Unix time at which the current open state ends; 0 when not open",
+                "open_until",
+            ),
+            (GaugeMetricFamily, "breaker_failure_rate_threshold", "Configured failure rate (0-1) that trips the breaker", "failure_rate_threshold"),
+            (GaugeMetricFamily, "breaker_slow_call_rate_threshold", "Configured slow-call rate (0-1) that trips the breaker", "slow_call_rate_threshold"),
+            (GaugeMetricFamily, "breaker_minimum_calls", "Calls the window needs before its rates can trip the breaker", "minimum_calls"),
+            (
+                GaugeMetricFamily,
+                "breaker_max_half_open_duration_seconds",
+                "Longest the breaker may stay half-open, when configured",
+                "max_half_open",
+            ),
+        ]
+        for kind, name, documentation, key in gauges:
+            family = kind(f"{p}_{name}", documentation, labels=["name"])
+            for s in samples:
+                if s[key] is not None:
+                    family.add_metric([s["metrics"].name], s[key])
+            if family.samples:
+                yield family
 
     def _throttles(self, throttles: list[dict[str, Any]]) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily

@@ -45,6 +45,7 @@ pub(crate) fn tracked(
     let tally = Arc::new(EjectionTally::default());
     let tracked = Arc::new(TrackedCluster {
         _subscription: cluster.subscribe(tally.subscriber()),
+        _transitions: crate::tracked::count_registry_transitions(cluster.breakers()),
         tally,
         cluster: cluster.clone(),
         failback: match strategy {
