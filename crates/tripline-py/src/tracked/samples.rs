@@ -13,6 +13,7 @@ use tripline::clock::Clock;
 use tripline::{CircuitBreaker, State};
 
 use super::{BREAKERS, CLUSTERS, TRANSITIONS, live};
+use crate::convert::serde_to_py;
 use crate::metrics::Metrics;
 
 /// Every live standalone breaker, then every live cluster's endpoint
@@ -61,6 +62,13 @@ pub(crate) fn _breaker_samples(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>
 /// One breaker, read once so that its families agree with each other.
 struct Sample {
     metrics: tripline::Metrics,
+    details: Details,
+}
+
+/// What the exporter shows beside the metrics, under the dict keys the
+/// exporter reads.
+#[derive(serde::Serialize)]
+struct Details {
     time_in_state: f64,
     open_until: f64,
     failure_rate_threshold: f64,
@@ -84,7 +92,7 @@ impl Sample {
             }
             _ => 0.0,
         };
-        Sample {
+        let details = Details {
             time_in_state: (now - metrics.state_since).as_secs_f64(),
             open_until,
             failure_rate_threshold: config.failure_rate_threshold,
@@ -93,8 +101,8 @@ impl Sample {
                 .map(|_| config.slow_call_rate_threshold),
             minimum_calls: config.minimum_calls,
             max_half_open: config.max_half_open_duration.map(|d| d.as_secs_f64()),
-            metrics,
-        }
+        };
+        Sample { metrics, details }
     }
 
     fn into_dict<'py>(
@@ -102,13 +110,7 @@ impl Sample {
         py: Python<'py>,
         transitions: Vec<(&str, &str, &str, u64)>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("time_in_state", self.time_in_state)?;
-        d.set_item("open_until", self.open_until)?;
-        d.set_item("failure_rate_threshold", self.failure_rate_threshold)?;
-        d.set_item("slow_call_rate_threshold", self.slow_call_rate_threshold)?;
-        d.set_item("minimum_calls", self.minimum_calls)?;
-        d.set_item("max_half_open", self.max_half_open)?;
+        let d = serde_to_py(py, &self.details)?.cast_into::<PyDict>()?;
         d.set_item("transitions", transitions)?;
         d.set_item("metrics", Metrics::from(self.metrics))?;
         Ok(d)
