@@ -26,7 +26,7 @@ open_duration = "30s"
 half_open = { policy = "permits", calls = 2, failure_rate_threshold = 0.3 }
 
 [store]
-probe_ttl = "3s"
+probe_ttl = "8s"
 "#;
 
 /// A test root: `p.toml`, the marker files, and one state dir per host.
@@ -199,7 +199,9 @@ fn three_hosts_share_one_breaker_through_etcd() {
     let held = fleet.run("c", 31, &[], "echo x >> ran-held");
     assert_eq!(held.status.code(), Some(75), "{}", text(&held.stderr));
     assert_eq!(fleet.lines("ran-held"), 0);
-    // ... until etcd expires the lease (3 s TTL): then a run on another
+    // ... until etcd expires the lease (8 s TTL: long enough that the
+    // refusal above, a new process on a busy machine, comes before it
+    // ends): then a run on another
     // host takes the freed slot, and its success closes the breaker.
     let killed_at = std::time::Instant::now();
     let mut admitted = None;
@@ -372,7 +374,7 @@ fn bad_store_settings_are_refused_naming_where_they_came_from() {
     check(&[], None, Some(&no_prefix), &["[store] url", "prefix"]);
     let unknown = format!("{CONFIG}endpoint = \"x\"\n");
     check(&[], None, Some(&unknown), &["[store]", "endpoint"]);
-    let short = CONFIG.replace("\"3s\"", "\"1s\"");
+    let short = CONFIG.replace("\"8s\"", "\"1s\"");
     check(&[], None, Some(&short), &["[store] probe_ttl"]);
 }
 

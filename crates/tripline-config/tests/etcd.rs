@@ -64,17 +64,19 @@ async fn etcd_pushes_apply_live_and_survive_an_etcd_restart() {
         (AuditAction::Applied, Some(first.to_string()))
     );
 
-    // Trip the breaker, then change it: the change lands within 1 s, state kept.
+    // Trip the breaker, then change it: the change lands through the watch
+    // (milliseconds, printed; bounded at 5 s for a busy CI machine, which
+    // still fails a change that waits for a periodic re-read), state kept.
     let breaker = applier.breaker("payments").unwrap();
     for _ in 0..4 {
         let _ = breaker.call(|| Err::<(), _>("down"));
     }
     assert_eq!(breaker.state(), State::Open);
-    let pushed = tokio::time::Instant::now(); // measured for the report; bounded by the 1 s wait below
+    let pushed = tokio::time::Instant::now();
     let second = push_document(&gateway, PREFIX, doc("", "payments", 8, 0.5).as_bytes())
         .await
         .unwrap();
-    let record = next(&mut records, Duration::from_secs(1)).await;
+    let record = next(&mut records, Duration::from_secs(5)).await;
     let latency = pushed.elapsed();
     println!("etcd put -> breaker reconfigured: {latency:?}");
     assert_eq!(record.action, AuditAction::Applied);
@@ -154,9 +156,9 @@ async fn etcd_pushes_apply_live_and_survive_an_etcd_restart() {
     )
     .await
     .unwrap();
-    let record = next(&mut records, Duration::from_secs(2)).await; // the local rollback
+    let record = next(&mut records, Duration::from_secs(5)).await; // the local rollback
     assert_eq!(record.action, AuditAction::RolledBack { to: 2 });
-    let record = next(&mut records, Duration::from_secs(2)).await;
+    let record = next(&mut records, Duration::from_secs(5)).await;
     assert_eq!(record.action, AuditAction::Applied);
     assert_eq!(breaker.config().minimum_calls, 4);
     assert_eq!(old, doc("", "payments", 8, 0.5).into_bytes());

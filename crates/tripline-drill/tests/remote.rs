@@ -71,7 +71,7 @@ admin = "http://{admin}"
 url = "http://{}"
 [load]
 rate = 40.0
-duration = "4s"
+duration = "6s"
 [[phase]]
 from = "1s"
 to = "2.5s"

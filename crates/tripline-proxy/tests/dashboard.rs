@@ -183,7 +183,7 @@ async fn the_dashboard_shows_a_trip_live_and_its_reset_button_closes_the_breaker
         assert_eq!(get(addr, "/").await.status, 500);
     }
     assert_eq!(api_state(admin, "api").await, "open");
-    let took = until_page_shows(&page, "api", "open", Duration::from_secs(2)).await;
+    let took = until_page_shows(&page, "api", "open", BOUND).await;
     eprintln!("the page showed the trip after {took:?}");
     let log = page
         .find(Locator::Css("#log"))
@@ -307,7 +307,7 @@ async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live(
         &path,
         "[[breaker]]\nname = \"api\"\nminimum_calls = 6\nfailure_rate_threshold = 0.4\n",
     );
-    let took = until_text(&page, "#config", "config v1 (file)", Duration::from_secs(2)).await;
+    let took = until_text(&page, "#config", "config v1 (file)", BOUND).await;
     eprintln!("the page showed config v1 after {took:?}");
     let line = page_text(&page, "#config-log li[data-version=\"1\"]").await;
     assert!(
@@ -318,16 +318,10 @@ async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live(
         &page,
         "[data-breaker=\"api\"] .marks",
         "pushed v1 (file rev ",
-        Duration::from_secs(2),
+        BOUND,
     )
     .await;
-    until_text(
-        &page,
-        "[data-breaker=\"api\"] .rates",
-        "/ 40%",
-        Duration::from_secs(2),
-    )
-    .await;
+    until_text(&page, "[data-breaker=\"api\"] .rates", "/ 40%", BOUND).await;
 
     // A refused document: the page shows why, and the version stays.
     write_document(
@@ -338,7 +332,7 @@ async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live(
         &page,
         "#config-log li.refused",
         "failure_rate_threshold",
-        Duration::from_secs(2),
+        BOUND,
     )
     .await;
     eprintln!("the page showed the refusal after {took:?}");
@@ -353,12 +347,12 @@ async fn the_dashboard_shows_pushed_config_versions_refusals_and_overrides_live(
     // An operator override shows on the breaker's card.
     let forced = send(admin, "POST", "/api/breakers/api/force-open", &[]).await;
     assert_eq!(forced.status, 200, "{}", forced.body);
-    until_page_shows(&page, "api", "forced_open", Duration::from_secs(2)).await;
+    until_page_shows(&page, "api", "forced_open", BOUND).await;
     until_text(
         &page,
         "[data-breaker=\"api\"] .marks .override",
         "override: forced open",
-        Duration::from_secs(2),
+        BOUND,
     )
     .await;
 
@@ -426,7 +420,7 @@ async fn the_outliers_panel_shows_an_endpoint_out_for_its_failing_health_check()
     .await;
     let well = Upstream::start(|_| respond(200, "ok")).await;
     let cluster = r#"panic_threshold_percent = 0
-health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
+health_check = { http = { path = "/healthz", expect = [200] }, interval = "200ms", timeout = "200ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
     let text = config(&[sick.addr, well.addr], "", cluster) + ADMIN_SECTION;
     let (_proxy, running, _addr, _clock) = start_proxy(&text).await;
     let admin = running.admin_addr().unwrap();

@@ -29,7 +29,7 @@ async fn each_health_transition_is_one_line_on_stderr() {
     })
     .await;
     let b = Upstream::start(|_| respond(200, "ok")).await;
-    let cluster = r#"health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", unhealthy_threshold = 3, healthy_threshold = 2 }"#;
+    let cluster = r#"health_check = { http = { path = "/healthz", expect = [200] }, interval = "200ms", timeout = "200ms", unhealthy_threshold = 3, healthy_threshold = 2 }"#;
     let (proxy, running, _addr, _clock) =
         start_proxy(&config(&[a.addr, b.addr], "", cluster)).await;
     let endpoint = proxy

@@ -64,6 +64,11 @@ fn race(clock: &ManualClock, reads: usize, disturb: impl Fn(&CircuitBreaker) + S
             }
         })
     };
+    // The reads overlap the writes: the writer has begun before the first
+    // (on a busy machine a new thread may wait for a core a long while).
+    while b.metrics().calls.successful + b.metrics().calls.failed == 0 {
+        thread::yield_now();
+    }
     let mut last = b.metrics().calls;
     for _ in 0..reads {
         let before = b.metrics().calls;
@@ -121,6 +126,9 @@ fn failures_are_never_read_as_successes() {
                 }
             })
         };
+        while b.metrics().calls.failed == 0 {
+            thread::yield_now(); // the writer has begun: reads overlap writes
+        }
         for _ in 0..20_000 {
             assert_eq!(b.metrics().calls.successful, 0, "{window:?}");
         }

@@ -80,8 +80,10 @@ fn an_idle_multi_thread_runtime_is_left_asleep_until_the_tick_is_read_again() {
             "{late_repeats} of {late_readings} readings were the cached tick: the refresher \
              did not come back to full rate"
         );
+        // A stopped refresher would leave readings 200 ms behind; the
+        // bound leaves room for a refresher that waits for a core.
         assert!(
-            worst_lag <= Duration::from_millis(50),
+            worst_lag <= Duration::from_millis(100),
             "a reading lagged real time by {worst_lag:?}"
         );
         refreshing.abort();

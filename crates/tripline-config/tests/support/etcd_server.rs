@@ -19,22 +19,24 @@ pub struct Etcd {
     peer_port: u16,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two free ports, told apart: both listeners are held while the second
+/// is picked (a port released and picked again may well come back).
+fn free_ports() -> (u16, u16) {
+    let bind = || TcpListener::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (bind(), bind());
+    let port = |l: &TcpListener| l.local_addr().unwrap().port();
+    (port(&a), port(&b))
 }
 
 impl Etcd {
     /// Starts etcd and waits (at most 20 s) until its gateway answers.
     pub async fn start() -> Etcd {
+        let (client_port, peer_port) = free_ports();
         let mut etcd = Etcd {
             child: None,
             dir: tempfile::tempdir().unwrap(),
-            client_port: free_port(),
-            peer_port: free_port(),
+            client_port,
+            peer_port,
         };
         etcd.launch().await;
         etcd

@@ -7,7 +7,7 @@ use tripline_config::etcd::{document_at, fleet_status, push_document};
 
 use crate::etcd_server::Etcd;
 use crate::support::{self, Upstream, respond, start_proxy};
-use crate::{audit, breaker, proxy_config, until};
+use crate::{WATCH_BOUND, audit, breaker, proxy_config, until};
 
 const PREFIX: &str = "/tripline/edge";
 
@@ -21,7 +21,7 @@ fn etcd_source(etcd: &Etcd, instance: &str) -> String {
 const STRICT: &str = "author = \"ops@example.com\"\n[[breaker]]\nname = \"api\"\nminimum_calls = 7\nfailure_rate_threshold = 0.25\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_document_in_etcd_reconfigures_the_running_proxy_within_a_second_with_state_kept() {
+async fn a_document_in_etcd_reconfigures_the_running_proxy_through_its_watch_with_state_kept() {
     let etcd = Etcd::start().await;
     let upstream = Upstream::start(|_| respond(200, "ok")).await;
     let (_proxy, running, addr, _clock) =
@@ -38,12 +38,14 @@ async fn a_document_in_etcd_reconfigures_the_running_proxy_within_a_second_with_
     push_document(&etcd.gateway(), PREFIX, STRICT.as_bytes())
         .await
         .unwrap();
-    let after = until(Duration::from_secs(1), "the pushed threshold", || async {
+    let after = until(WATCH_BOUND, "the pushed threshold", || async {
         let b = breaker(admin, "api").await;
         (b["failure_rate_threshold"] == 0.25).then_some(b)
     })
     .await;
-    assert!(pushed_at.elapsed() < Duration::from_secs(1));
+    let took = pushed_at.elapsed();
+    println!("etcd put -> proxy breaker reconfigured: {took:?}");
+    assert!(took < WATCH_BOUND, "{took:?}");
     assert_eq!(after["minimum_calls"], 7);
     // State kept: the window still holds the calls made before the push.
     assert_eq!(after["window"]["calls"], 3);
@@ -51,7 +53,7 @@ async fn a_document_in_etcd_reconfigures_the_running_proxy_within_a_second_with_
 
     // The instance reports its version under its leased status key, where
     // `tripline config status` reads the fleet.
-    let status = until(Duration::from_secs(3), "edge-1's status key", || async {
+    let status = until(WATCH_BOUND, "edge-1's status key", || async {
         let fleet = fleet_status(&etcd.gateway(), PREFIX).await.ok()?;
         fleet
             .into_iter()
@@ -144,16 +146,12 @@ async fn an_invalid_document_is_refused_whole_and_the_proxy_keeps_serving_the_la
     })
     .await;
     assert_eq!(support::get(addr, "/").await.status, 200);
-    let status = until(
-        Duration::from_secs(3),
-        "the refusal in the status key",
-        || async {
-            let fleet = fleet_status(&gateway, PREFIX).await.ok()?;
-            fleet
-                .into_iter()
-                .find(|s| s.instance == "edge-2" && s.last_error.is_some())
-        },
-    )
+    let status = until(WATCH_BOUND, "the refusal in the status key", || async {
+        let fleet = fleet_status(&gateway, PREFIX).await.ok()?;
+        fleet
+            .into_iter()
+            .find(|s| s.instance == "edge-2" && s.last_error.is_some())
+    })
     .await;
     assert_eq!(status.version, 1);
 }
@@ -218,15 +216,11 @@ async fn a_fleet_rollback_to_an_earlier_revision_restores_its_parameters() {
         || async { (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(()) },
     )
     .await;
-    until(
-        Duration::from_secs(3),
-        "version 3 in the status key",
-        || async {
-            let fleet = fleet_status(&gateway, PREFIX).await.ok()?;
-            fleet
-                .into_iter()
-                .find(|s| s.instance == "edge-4" && s.version == 3)
-        },
-    )
+    until(WATCH_BOUND, "version 3 in the status key", || async {
+        let fleet = fleet_status(&gateway, PREFIX).await.ok()?;
+        fleet
+            .into_iter()
+            .find(|s| s.instance == "edge-4" && s.version == 3)
+    })
     .await;
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tripline_proxy::config::ProxyConfig;
 
 use crate::support::{self, Upstream, respond, start_proxy};
-use crate::{audit, breaker, proxy_config, until};
+use crate::{WATCH_BOUND, audit, breaker, proxy_config, until};
 
 fn file_source(path: &std::path::Path) -> String {
     format!(
@@ -57,7 +57,7 @@ async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_
     }
 
     write(&path, DOCUMENT);
-    until(Duration::from_secs(2), "the file's document", || async {
+    until(WATCH_BOUND, "the file's document", || async {
         (breaker(admin, "api").await["failure_rate_threshold"] == 0.25).then_some(())
     })
     .await;
@@ -104,7 +104,7 @@ async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_
         &path,
         "[[breaker]]\nname = \"api\"\nfailure_rate_threshold = 7.0\n",
     );
-    until(Duration::from_secs(2), "the refusal counted", || async {
+    until(WATCH_BOUND, "the refusal counted", || async {
         let rejected = "tripline_config_rejected_total{source=\"file\"}";
         (support::metric(admin, rejected).await == Some(1.0)).then_some(())
     })
@@ -129,11 +129,9 @@ async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
     assert_eq!(breaker(admin, "api:acme").await["minimum_calls"], 10);
 
     write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 33\n");
-    until(
-        Duration::from_secs(2),
-        "the family's new template",
-        || async { (breaker(admin, "api:acme").await["minimum_calls"] == 33).then_some(()) },
-    )
+    until(WATCH_BOUND, "the family's new template", || async {
+        (breaker(admin, "api:acme").await["minimum_calls"] == 33).then_some(())
+    })
     .await;
     assert_eq!(
         breaker(admin, "api:acme").await["window"]["calls"],
@@ -184,7 +182,7 @@ async fn breakers_say_who_manages_them_which_push_configured_them_and_the_overri
     assert_eq!(endpoint["managed"]["pushed"], Value::Null);
 
     write(&path, DOCUMENT);
-    let first = until(Duration::from_secs(2), "the first push", || {
+    let first = until(WATCH_BOUND, "the first push", || {
         pushed_version(admin, "api")
     })
     .await;
@@ -209,7 +207,7 @@ async fn breakers_say_who_manages_them_which_push_configured_them_and_the_overri
         &path,
         &DOCUMENT.replace("minimum_calls = 7", "minimum_calls = 8"),
     );
-    let second = until(Duration::from_secs(2), "the second push", || async {
+    let second = until(WATCH_BOUND, "the second push", || async {
         pushed_version(admin, "api").await.filter(|v| *v > first)
     })
     .await;

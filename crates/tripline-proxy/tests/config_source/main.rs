@@ -27,6 +27,13 @@ use tokio::time::Instant;
 
 use serde_json::Value;
 
+/// How long a watched change may take to reach a running proxy in a test.
+/// A watch round-trip on loopback takes milliseconds (the tests print it);
+/// the bound is generous because a real etcd beside a CI build on two
+/// busy cores has taken over a second to deliver an event. It still fails
+/// a change that waits for a periodic re-read instead of the watch.
+pub const WATCH_BOUND: Duration = Duration::from_secs(5);
+
 /// Polls `check` every 20 ms until it gives `Some`, or panics naming
 /// `what` after `within`. A passing run returns as soon as the condition
 /// holds, so `within` only bounds a failing one: it is generous (a real

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::{self, Upstream, respond, start_proxy};
-use crate::{audit, breaker, proxy_config, until};
+use crate::{WATCH_BOUND, audit, breaker, proxy_config, until};
 
 /// A watched file in `dir` as the `[config_source]` of instance
 /// `instance`: the file's path and the section's body.
@@ -28,7 +28,7 @@ fn file_source(dir: &tempfile::TempDir, instance: &str) -> (PathBuf, String) {
 /// its shadow to start.
 async fn push_shadowed(path: &Path, admin: SocketAddr, document: &str) {
     std::fs::write(path, document).unwrap();
-    until(Duration::from_secs(2), "the shadow start", || async {
+    until(WATCH_BOUND, "the shadow start", || async {
         audit(admin)
             .await
             .iter()
@@ -40,7 +40,7 @@ async fn push_shadowed(path: &Path, admin: SocketAddr, document: &str) {
 
 /// The shadow's report, once the applier has made it.
 async fn shadow_report(admin: SocketAddr) -> Value {
-    until(Duration::from_secs(2), "the shadow report", || async {
+    until(WATCH_BOUND, "the shadow report", || async {
         audit(admin)
             .await
             .into_iter()
@@ -127,7 +127,7 @@ async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
     );
 
     clock.advance(Duration::from_secs(31));
-    until(Duration::from_secs(2), "the canary's apply", || async {
+    until(WATCH_BOUND, "the canary's apply", || async {
         (breaker(admin, "api").await["minimum_calls"] == 8).then_some(())
     })
     .await;
@@ -138,7 +138,7 @@ async fn a_canary_applies_after_its_shadow_and_completes_its_bake() {
     );
 
     clock.advance(Duration::from_secs(301));
-    until(Duration::from_secs(2), "the bake's end", || async {
+    until(WATCH_BOUND, "the bake's end", || async {
         audit(admin)
             .await
             .iter()

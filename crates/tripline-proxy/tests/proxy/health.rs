@@ -92,10 +92,12 @@ async fn an_endpoint_failing_its_checks_is_out_before_any_request_reaches_it_and
     a.up.store(false, Ordering::SeqCst);
     let before = a.checks.load(Ordering::SeqCst);
     until("a taken out", || marked(&proxy, &a)).await;
-    // Out at its third failed check (a check in flight at the flip may
-    // have passed): within interval × unhealthy_threshold of failing.
+    // Out at its third failed check, never sooner. A check in flight at
+    // the flip may have passed, one may time out on a stalled machine
+    // (and so fail), and one more may arrive before this thread looks:
+    // a little slack above, none below.
     let failed = a.checks.load(Ordering::SeqCst) - before;
-    assert!((3..=4).contains(&failed), "{failed} checks to take it out");
+    assert!((3..=6).contains(&failed), "{failed} checks to take it out");
     assert_eq!(a.requests(), 0, "no request was sent to find it down");
     for _ in 0..10 {
         assert_eq!(get(addr, "/").await.body, "served");
@@ -132,8 +134,9 @@ async fn an_endpoint_failing_its_checks_is_out_before_any_request_reaches_it_and
     let before = a.checks.load(Ordering::SeqCst);
     until("a back", || !marked(&proxy, &a)).await;
     let passed = a.checks.load(Ordering::SeqCst) - before;
+    // Back at its second passed check; the same slack above.
     assert!(
-        (2..=3).contains(&passed),
+        (2..=5).contains(&passed),
         "{passed} checks to bring it back"
     );
     for _ in 0..10 {
@@ -374,7 +377,7 @@ async fn an_http_check_of_a_tls_cluster_goes_over_tls_and_checks_the_certificate
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream = tls_upstream_on(&pki, &[b"http/1.1"], listener);
     let ca = toml_path(&pki.path("ca.pem"));
-    let check = r#"health_check = { http = { path = "/healthz", expect = [200] }, interval = "50ms", timeout = "40ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
+    let check = r#"health_check = { http = { path = "/healthz", expect = [200] }, interval = "200ms", timeout = "200ms", unhealthy_threshold = 2, healthy_threshold = 1 }"#;
     for (server_name, healthy) in [("localhost", true), ("elsewhere.example", false)] {
         let cluster = format!("tls = {{ ca = {ca}, server_name = \"{server_name}\" }}\n{check}\n");
         let text = config(&[upstream], "", &cluster) + ADMIN_SECTION;

@@ -51,9 +51,10 @@ async fn each_forwarded_request_and_try_lands_in_its_route_and_cluster_histogram
     let body = scrape(admin).await;
     assert_histogram(&body, ROUTE_SERIES, "route=\"api\"", 7.0);
     assert_histogram(&body, CLUSTER_SERIES, "cluster=\"backend\"", 7.0);
-    // A loopback answer is fast: every try within the 0.5 s bucket.
+    // A loopback try takes milliseconds: every one is within the 5 s
+    // bucket, with room for a machine that stalls.
     let within = buckets(&body, CLUSTER_SERIES, "cluster=\"backend\"");
-    assert_eq!(within.iter().find(|b| b.0 == "0.5").map(|b| b.1), Some(7.0));
+    assert_eq!(within.iter().find(|b| b.0 == "5").map(|b| b.1), Some(7.0));
     assert!(
         !body.contains(&format!("{ENDPOINT_SERIES}_count{{")),
         "off by default"

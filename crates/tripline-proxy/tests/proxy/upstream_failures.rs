@@ -39,7 +39,7 @@ async fn a_hanging_upstream_gets_504_within_the_per_try_timeout() {
     assert_eq!(answer.status, 504);
     assert_eq!(answer.header("x-tripline-flag"), Some("UT"));
     assert!(
-        took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+        took >= Duration::from_millis(200) && took < Duration::from_secs(5),
         "{took:?}"
     );
     running.shutdown().await;

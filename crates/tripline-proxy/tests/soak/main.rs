@@ -7,7 +7,7 @@
 //! It proves that nothing leaks and nothing is lost: every request gets
 //! a response; every failback entry reaches an upstream, none refused or
 //! given up; resident memory after warm-up stays flat (≤ 5% growth over
-//! the warm-up's peak);
+//! the warm-up's peak, or 4 MiB if that is more);
 //! file descriptors and tokio tasks return to where they started once
 //! the proxy is shut down; and every breaker is back to Closed once the
 //! faults heal. `scripts/soak` runs the long version (10 minutes).
@@ -193,8 +193,11 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
         "after shutdown: fds {fds_after} (before {fds_before}), tasks {tasks_after} (before {tasks_before})"
     );
 
+    // The load ran. Not a throughput check: a tick missed while the
+    // machine is busy, or while every slot waits on a slow upstream, is
+    // skipped, not made up.
     assert!(
-        totals.sent > u64::from(rate) * seconds / 2,
+        totals.sent > u64::from(rate) * seconds / 5,
         "the load ran: {totals}"
     );
     assert_eq!(
@@ -209,9 +212,15 @@ async fn the_proxy_under_faults_answers_everything_and_leaks_nothing() {
             && failback.submitted > 0,
         "every failback entry delivered: {failback}"
     );
+    // Flat: 5% over the warm-up's peak, or 4 MiB, whichever is more (a
+    // short run's baseline is small, and the end is read under load, so
+    // a slower machine holds more buffers then). A leak of a kilobyte a
+    // request is 12 MiB in the default run; `scripts/soak`'s ten minutes
+    // see smaller ones.
+    let allowed = (rss_base / 20).max(4 * 1024);
     assert!(
-        growth <= 0.05,
-        "RSS grew {:.1}% after warm-up",
+        rss_end <= rss_base + allowed,
+        "RSS grew {:.1}% after warm-up ({rss_base} -> {rss_end} KiB, {allowed} KiB allowed)",
         growth * 100.0
     );
     assert!(
