@@ -100,6 +100,7 @@ mod create;
 mod entry;
 mod events;
 mod evict;
+mod hold;
 mod reconfigure;
 mod snapshot;
 mod stats;
@@ -117,7 +118,7 @@ pub use stats::{RegistryStats, StateCounts};
 
 use self::entry::Entry;
 use self::events::Subscribers;
-use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError};
+use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, State};
 use crate::clock::SharedClock;
 
 /// What a registry key must be: hashable, comparable, cheap enough to
@@ -190,6 +191,8 @@ pub(crate) struct Shared<K> {
     clock: SharedClock,
     seed: Option<u64>,
     overflow_breaker: OnceLock<CircuitBreaker>,
+    /// One [`hold_family`](BreakerRegistry::hold_family) at a time.
+    holding: hold::Holding,
     subscribers: Subscribers<K>,
     /// Whether anyone subscribed to the registry (forwarders are installed
     /// from then on).
@@ -319,6 +322,9 @@ impl<K: RegistryKey> BreakerRegistry<K> {
 pub(crate) struct Template {
     pub(crate) config: CircuitBreakerConfig,
     pub(crate) sibling: CircuitBreaker,
+    /// The operator state every breaker is made in, while a
+    /// [`hold_family`](BreakerRegistry::hold_family) lasts.
+    pub(crate) held: Option<State>,
 }
 
 impl<K: RegistryKey> Shared<K> {

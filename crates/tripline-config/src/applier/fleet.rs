@@ -2,7 +2,8 @@
 //! that ends them on time.
 //!
 //! The document in force lists the overrides; the applier holds each
-//! named breaker in its state while `until` is ahead on its own clock
+//! named breaker (or every breaker of a named family, present and future)
+//! in its state while `until` is ahead on its own clock
 //! (wall time is the applier's clock plus the wall-clock instant it read
 //! zero at, so a `ManualClock` drives expiry in tests), and resets it when
 //! the override expires or a document lifts it. Every start and end is an
@@ -89,22 +90,19 @@ impl Applier {
         let now = self.shared.clock.now();
         let mut changes = Vec::new();
         for (name, managed) in &mut core.breakers {
-            let Some(breaker) = managed.breaker() else {
-                continue;
-            };
             if managed.overridden {
                 continue; // a local override holds
             }
             let named = core.fleet_overrides.iter().find(|o| &o.breaker == name);
             let active = named.filter(|o| self.on_clock(o.until) > now);
             match (active, managed.fleet) {
-                (Some(o), held) if held != Some(o.state) || breaker.state() != o.state.state() => {
-                    o.state.apply(breaker);
+                (Some(o), held) if held != Some(o.state) || !managed.is_in(o.state) => {
+                    managed.hold(o.state);
                     managed.fleet = Some(o.state);
                     changes.push(started(o));
                 }
                 (None, Some(state)) => {
-                    breaker.reset();
+                    managed.release();
                     managed.fleet = None;
                     let why = if named.is_some() { "expired" } else { "lifted" };
                     changes.push((

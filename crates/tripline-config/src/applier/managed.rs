@@ -11,6 +11,7 @@ use tripline::{
     Subscription,
 };
 
+use crate::document::OverrideState;
 use crate::rollout::TrafficSample;
 
 /// What a document's table configures: one breaker, or a registry family
@@ -26,6 +27,11 @@ pub(crate) trait Family: Send + Sync {
     fn reconfigure(&self, config: CircuitBreakerConfig) -> Result<(), ConfigError>;
     /// (requests, rejected) summed over the family's live breakers.
     fn traffic(&self) -> (u64, u64);
+    /// Holds every breaker, present and future, in an operator state, or
+    /// lifts the hold.
+    fn hold(&self, state: Option<State>);
+    /// The state the family is held in, if any.
+    fn held(&self) -> Option<State>;
 }
 
 impl<K: RegistryKey> Family for BreakerRegistry<K> {
@@ -45,6 +51,18 @@ impl<K: RegistryKey> Family for BreakerRegistry<K> {
         });
         (requests, rejected)
     }
+
+    fn hold(&self, state: Option<State>) {
+        // Only operator states come here (from `OverrideState`), which the
+        // registry never refuses.
+        if let Err(e) = self.hold_family(state) {
+            tracing::error!(family = %self.family(), "tripline-config: family hold refused: {e}");
+        }
+    }
+
+    fn held(&self) -> Option<State> {
+        self.family_hold()
+    }
 }
 
 /// Keeps a trip-counting subscription alive.
@@ -62,7 +80,7 @@ pub(crate) struct Managed {
     /// A local operator override (the admin API's) is in force.
     pub(crate) overridden: bool,
     /// The fleet override this applier put the breaker in, if any.
-    pub(crate) fleet: Option<crate::document::OverrideState>,
+    pub(crate) fleet: Option<OverrideState>,
     /// The config its owner gave it (the proxy file's, the builder's, or
     /// the library's defaults for one the applier built): what a pushed
     /// table patches. Never a pushed config, so a field a later document
@@ -131,6 +149,32 @@ impl Managed {
         match &self.target {
             Target::Breaker(b) => b.reconfigure(config).map(drop),
             Target::Family(f) => f.reconfigure(config),
+        }
+    }
+
+    /// Holds the target in `state`: the breaker, or every breaker of the
+    /// family, present and future.
+    pub(crate) fn hold(&self, state: OverrideState) {
+        match &self.target {
+            Target::Breaker(b) => state.apply(b),
+            Target::Family(f) => f.hold(Some(state.state())),
+        }
+    }
+
+    /// Back to automatic operation (a family: the breakers still in the
+    /// held state reset).
+    pub(crate) fn release(&self) {
+        match &self.target {
+            Target::Breaker(b) => b.reset(),
+            Target::Family(f) => f.hold(None),
+        }
+    }
+
+    /// Whether the target is in `state` (a family: held in it).
+    pub(crate) fn is_in(&self, state: OverrideState) -> bool {
+        match &self.target {
+            Target::Breaker(b) => b.state() == state.state(),
+            Target::Family(f) => f.held() == Some(state.state()),
         }
     }
 

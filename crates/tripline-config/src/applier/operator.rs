@@ -19,14 +19,16 @@ impl Applier {
 
     /// Holds `name` in `state` as this instance's operator override: it
     /// holds over a fleet override too, until
-    /// [`clear_override`](Self::clear_override).
+    /// [`clear_override`](Self::clear_override). A registry family is held
+    /// whole: every breaker of it, present and future
+    /// ([`BreakerRegistry::hold_family`](tripline::BreakerRegistry::hold_family)).
     pub fn hold_locally(&self, name: &str, state: OverrideState) -> Result<(), ApplyError> {
         let mut core = self.core();
         let managed = core
             .breakers
             .get_mut(name)
             .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-        state.apply(managed_breaker(managed, name)?);
+        managed.hold(state);
         managed.overridden = true;
         Ok(())
     }
@@ -39,7 +41,7 @@ impl Applier {
                 .breakers
                 .get_mut(name)
                 .ok_or_else(|| ApplyError::UnknownBreaker(name.to_owned()))?;
-            managed_breaker(managed, name)?.reset();
+            managed.release();
             managed.overridden = false;
             managed.fleet = None;
             this.reconcile_overrides(core);
@@ -129,17 +131,4 @@ impl Applier {
         }
         result
     }
-}
-
-/// The breaker of a single-breaker target; a family's breakers are the
-/// registry's to hand out (and keep their state through pushes the same way).
-fn managed_breaker<'a>(
-    managed: &'a super::Managed,
-    name: &str,
-) -> Result<&'a CircuitBreaker, ApplyError> {
-    managed.breaker().ok_or_else(|| {
-        ApplyError::UnknownBreaker(format!(
-            "{name} (a registry family: override its breakers through the registry)"
-        ))
-    })
 }

@@ -143,6 +143,67 @@ async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
     assert_eq!(breaker(admin, "api:globex").await["minimum_calls"], 33);
 }
 
+/// A fleet override naming a keyed route holds its whole family: every
+/// tenant's breaker, those first seen during the override included; the
+/// document that lifts it gives them all back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_override_on_a_keyed_route_holds_every_key_present_and_future() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("breakers.toml");
+    write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 10\n");
+    let upstream = Upstream::start(|_| respond(200, "ok")).await;
+    let text = proxy_config(upstream.addr, &file_source(&path)).replace(
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }\nbreaker_key = { header = \"x-tenant\", max_breakers = 16 }",
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    let tenant = |name: &'static str| async move {
+        support::send(addr, "GET", "/", &[("x-tenant", name)]).await
+    };
+    assert_eq!(tenant("acme").await.status, 200);
+
+    let until_at = tripline::clock::system_time_after(Duration::from_secs(600));
+    write(
+        &path,
+        &format!(
+            "[[breaker]]\nname = \"api\"\nminimum_calls = 10\n\n[[override]]\nbreaker = \"api\"\n\
+             state = \"forced_open\"\nuntil = \"{}\"\nreason = \"tenant database failover\"\n",
+            humantime::format_rfc3339_seconds(until_at)
+        ),
+    );
+    until(WATCH_BOUND, "the family held", || async {
+        (breaker(admin, "api:acme").await["state"] == "forced_open").then_some(())
+    })
+    .await;
+    let refused = tenant("acme").await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("x-tripline-rejected"), Some("circuit_open"));
+    let newcomer = tenant("initech").await;
+    assert_eq!(
+        newcomer.status, 503,
+        "a tenant first seen during the override"
+    );
+    assert_eq!(breaker(admin, "api:initech").await["state"], "forced_open");
+    assert_eq!(upstream.hits(), 1);
+
+    write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 10\n");
+    until(WATCH_BOUND, "the family lifted", || async {
+        (breaker(admin, "api:initech").await["state"] == "closed").then_some(())
+    })
+    .await;
+    assert_eq!(tenant("acme").await.status, 200);
+    assert_eq!(tenant("initech").await.status, 200);
+    assert_eq!(tenant("hooli").await.status, 200);
+    let ended = audit(admin).await;
+    assert!(
+        ended
+            .iter()
+            .any(|r| r["action"] == "breakers_override_ended" && r["detail"]["breaker"] == "api"),
+        "{ended:?}"
+    );
+}
+
 /// `POST /api/breakers/{name}/{action}` without a body, as JSON.
 async fn act(admin: SocketAddr, name: &str, action: &str) -> Value {
     let path = format!("/api/breakers/{name}/{action}");

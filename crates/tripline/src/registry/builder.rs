@@ -177,6 +177,7 @@ impl<K: RegistryKey> RegistryBuilder<K> {
                     .build()
                     .map_err(|e| nested("breaker", e))?,
                 config: breaker,
+                held: None,
             }),
             by_key: self.by_key,
             by_fn: self.by_fn,
@@ -184,6 +185,7 @@ impl<K: RegistryKey> RegistryBuilder<K> {
             clock,
             seed: self.seed,
             overflow_breaker: OnceLock::new(),
+            holding: Default::default(),
             subscribers: Subscribers::new(),
             forwarding: AtomicBool::new(false),
             overflow_forwarded: AtomicBool::new(false),

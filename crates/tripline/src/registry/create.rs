@@ -37,6 +37,10 @@ impl<K: RegistryKey> Shared<K> {
                     return Err(e);
                 }
             };
+            if let Some(state) = template.held {
+                // Before it is visible: no call sees it in another state.
+                super::hold::put_in(&breaker, state);
+            }
             let entry = Entry::new(breaker.clone(), self.clock.now());
             let inserted = self.map.insert_sync(key.clone(), entry).is_ok();
             drop(template);
@@ -99,6 +103,9 @@ impl<K: RegistryKey> Shared<K> {
                 breaker: name,
                 source,
             })?;
+        if let Some(state) = template.held {
+            super::hold::put_in(&breaker, state);
+        }
         let mut won = false;
         let breaker = self
             .overflow_breaker
