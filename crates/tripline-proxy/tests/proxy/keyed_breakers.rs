@@ -190,3 +190,48 @@ async fn a_reload_keeps_tenant_breakers_unless_their_family_changes() {
     assert_eq!(value(&text_now, open), Some(0.0), "{text_now}");
     running.shutdown().await;
 }
+
+/// `POST /api/breakers/{route}/force-open` on a keyed route holds every
+/// tenant's breaker, and those of tenants first seen while it lasts;
+/// `reset` gives them all back. Audited, as an action on one breaker is.
+#[tokio::test]
+async fn an_admin_action_on_a_keyed_route_holds_every_tenant() {
+    let upstream = Upstream::start(|_| respond(200, "fine")).await;
+    let route = ROUTE.replace("max_breakers = 2", "max_breakers = 8");
+    let text = format!(
+        "{}{ADMIN}",
+        config(&[upstream.addr], &route, PATIENT_ENDPOINTS)
+    );
+    let (_proxy, running, addr, _clock) = start_proxy(&text).await;
+    let admin = running.admin_addr().unwrap();
+    let tenant = |t: &'static str| async move { send(addr, "GET", "/", &[("x-tenant", t)]).await };
+    assert_eq!(tenant("a").await.status, 200);
+
+    let held = send(admin, "POST", "/api/breakers/api/force-open", &[]).await;
+    assert_eq!(held.status, 200, "{}", held.body);
+    let body: serde_json::Value = serde_json::from_str(&held.body).unwrap();
+    assert_eq!(body["family"], "api");
+    assert_eq!(body["held"], "forced_open");
+    assert_eq!(body["breakers"], 1);
+    for t in ["a", "newcomer"] {
+        let refused = tenant(t).await;
+        assert_eq!(refused.status, 503, "{t}");
+        assert_eq!(refused.header("x-tripline-rejected"), Some("circuit_open"));
+    }
+    assert_eq!(upstream.hits(), 1);
+
+    let reset = send(admin, "POST", "/api/breakers/api/reset", &[]).await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    assert!(reset.body.contains(r#""held":null"#), "{}", reset.body);
+    for t in ["a", "newcomer", "third"] {
+        assert_eq!(tenant(t).await.status, 200, "{t}");
+    }
+    let audit = send(admin, "GET", "/api/audit", &[]).await.body;
+    assert!(
+        audit.contains("api (every breaker of the family): automatic → forced_open"),
+        "{audit}"
+    );
+    let unknown = send(admin, "POST", "/api/breakers/nope/force-open", &[]).await;
+    assert_eq!(unknown.status, 404);
+    running.shutdown().await;
+}

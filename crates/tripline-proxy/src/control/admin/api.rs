@@ -44,10 +44,15 @@ pub(crate) fn breaker_call(
             };
             let name = percent_decode(name);
             let Some(breaker) = breakers::find(table, &name) else {
-                return unknown_breaker(&name);
+                return match breakers::find_family(table, &name) {
+                    Some(family) => hold_family(admin, who, action, &*family, &name, applier),
+                    None => unknown_breaker(&name),
+                };
             };
             let before = breaker.state();
-            apply(action, &breaker, &name, applier);
+            if !through_applier(action, &name, applier) {
+                action.apply(&breaker);
+            }
             admin.audit.record(Entry {
                 source: "admin-api",
                 who,
@@ -64,28 +69,59 @@ pub(crate) fn breaker_call(
     }
 }
 
-/// Applies `action` to `breaker`. A breaker the `[config_source]`
-/// applier manages on its own is overridden and reset through it, so the
-/// applier knows the local override (it lists it, pushed documents leave
-/// the state alone, and it holds over a fleet override until the reset,
-/// which hands the breaker back to the fleet override if one is in force).
-fn apply(
-    action: Action,
-    breaker: &tripline::CircuitBreaker,
-    name: &str,
-    applier: Option<&tripline_config::Applier>,
-) {
+/// Applies `action` to `name` through the `[config_source]` applier, if
+/// it manages that name on its own (a route breaker, or a family); whether
+/// it did. Through the applier, it knows the local override: it lists it,
+/// pushed documents leave the state alone, and it holds over a fleet
+/// override until the reset, which hands the breaker back to the fleet
+/// override if one is in force.
+fn through_applier(action: Action, name: &str, applier: Option<&tripline_config::Applier>) -> bool {
     use tripline_config::OverrideState;
-    let through_applier = match (action, applier) {
+    match (action, applier) {
         (Action::ForceOpen, Some(a)) => a.hold_locally(name, OverrideState::ForcedOpen).is_ok(),
         (Action::Disable, Some(a)) => a.hold_locally(name, OverrideState::Disabled).is_ok(),
         (Action::MetricsOnly, Some(a)) => a.hold_locally(name, OverrideState::MetricsOnly).is_ok(),
         (Action::Reset, Some(a)) => a.clear_override(name).is_ok(),
         (_, None) => false,
-    };
-    if !through_applier {
-        action.apply(breaker);
     }
+}
+
+/// `POST /api/breakers/{family}/{action}`: the action holds (or `reset`
+/// lifts) every breaker of a keyed route or a cluster, those made later
+/// included; audited like a breaker's.
+fn hold_family(
+    admin: &AdminState,
+    who: &str,
+    action: Action,
+    family: &dyn breakers::Family,
+    name: &str,
+    applier: Option<&tripline_config::Applier>,
+) -> Response<AdminBody> {
+    let state_name = |s: Option<tripline::State>| s.map_or("automatic", tripline::State::as_str);
+    let before = family.held();
+    if !through_applier(action, name, applier) {
+        family.hold(action.operator_state());
+    }
+    let held = family.held();
+    admin.audit.record(Entry {
+        source: "admin-api",
+        who,
+        action: action.audit_name(),
+        target: Some(name),
+        summary: format!(
+            "{name} (every breaker of the family): {} → {}",
+            state_name(before),
+            state_name(held)
+        ),
+    });
+    json(
+        StatusCode::OK,
+        &json!({
+            "family": name,
+            "held": held.map(tripline::State::as_str),
+            "breakers": family.breakers(),
+        }),
+    )
 }
 
 fn actions() -> serde_json::Value {

@@ -20,10 +20,13 @@
 //!
 //! The actions are the library's operator overrides: `force-open`,
 //! `disable`, `metrics-only`, and `reset` (clears any override and closes
-//! with an empty window). An override lasts until reset; a reload keeps a
+//! with an empty window). Named after a family — a keyed route's breaker
+//! or a cluster — an action holds every breaker of it, those of keys or
+//! endpoints that appear later included, and `reset` lifts the hold. An override lasts until reset; a reload keeps a
 //! route breaker whose name did not change, and its override with it.
 
 use serde_json::{Value, json};
+use tripline::registry::{BreakerRegistry, RegistryKey};
 use tripline::{CircuitBreaker, Clock, State};
 use tripline_config::Applier;
 
@@ -101,6 +104,54 @@ pub(crate) fn find(table: &Table, name: &str) -> Option<CircuitBreaker> {
         }
     });
     found
+}
+
+/// A family of breakers held whole by one action: a keyed route's, or a
+/// cluster's endpoint breakers. Holding one holds every breaker of it,
+/// those made later included ([`BreakerRegistry::hold_family`]).
+pub(crate) trait Family {
+    /// Holds every breaker in an operator state, or lifts the hold.
+    fn hold(&self, state: Option<State>);
+    /// The state it is held in, if any.
+    fn held(&self) -> Option<State>;
+    /// Its live breakers.
+    fn breakers(&self) -> usize;
+}
+
+impl<K: RegistryKey> Family for BreakerRegistry<K> {
+    fn hold(&self, state: Option<State>) {
+        // Actions give only operator states, which a family never refuses.
+        if let Err(e) = self.hold_family(state) {
+            tracing::error!(family = %self.family(), "tripline proxy: family hold refused: {e}");
+        }
+    }
+
+    fn held(&self) -> Option<State> {
+        self.family_hold()
+    }
+
+    fn breakers(&self) -> usize {
+        self.len()
+    }
+}
+
+/// The family named `name`, if the table has one: a keyed route's (named
+/// like the route's breaker) or a cluster's endpoint breakers (named like
+/// the cluster).
+pub(crate) fn find_family(table: &Table, name: &str) -> Option<Box<dyn Family>> {
+    for route in &table.routes {
+        if let Some(keyed) = &route.guard.keyed_breaker
+            && keyed.registry.family() == name
+        {
+            return Some(Box::new(keyed.registry.clone()));
+        }
+    }
+    table
+        .clusters
+        .values()
+        .map(|c| c.breakers())
+        .find(|r| r.family() == name)
+        .map(|r| Box::new(r.clone()) as Box<dyn Family>)
 }
 
 /// Every breaker, described; `applier` is the `[config_source]`'s, if
@@ -279,6 +330,16 @@ impl Action {
             Action::Disable => "disable",
             Action::MetricsOnly => "metrics_only",
             Action::Reset => "reset",
+        }
+    }
+
+    /// The operator state it puts a breaker in; `None` for `reset`.
+    pub(crate) fn operator_state(self) -> Option<State> {
+        match self {
+            Action::ForceOpen => Some(State::ForcedOpen),
+            Action::Disable => Some(State::Disabled),
+            Action::MetricsOnly => Some(State::MetricsOnly),
+            Action::Reset => None,
         }
     }
 
