@@ -144,6 +144,36 @@ impl BreakerRegistry {
             .collect()
     }
 
+    /// Holds every breaker of the family in `state` (`"forced_open"`,
+    /// `"disabled"` or `"metrics_only"`), those of keys first seen while it
+    /// lasts included: an operator's action on the whole dependency, every
+    /// tenant at once. `None` lifts it: the breakers still in the held
+    /// state go back to automatic operation.
+    #[pyo3(signature = (state))]
+    fn hold_family(&self, state: Option<&str>) -> PyResult<()> {
+        use tripline::State;
+        let state = match state {
+            None => None,
+            Some("forced_open") => Some(State::ForcedOpen),
+            Some("disabled") => Some(State::Disabled),
+            Some("metrics_only") => Some(State::MetricsOnly),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "`state`: must be \"forced_open\", \"disabled\", \"metrics_only\" or None, not {other:?}"
+                )));
+            }
+        };
+        self.registry
+            .hold_family(state)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The state the family is held in (`"forced_open"`, ...), or `None`.
+    #[getter]
+    fn family_hold(&self) -> Option<&'static str> {
+        self.registry.family_hold().map(tripline::State::as_str)
+    }
+
     /// The family's name.
     #[getter]
     fn family(&self) -> &str {

@@ -81,3 +81,20 @@ def test_registry_config_errors():
         tripline.BreakerRegistry("t", max_breakers=0)
     with pytest.raises(TypeError, match="key must be a str"):
         tripline.BreakerRegistry("t").get(3)
+
+
+def test_a_hold_on_the_family_covers_every_key_present_and_future(clock):
+    reg = small(clock)
+    a = reg.get("a")
+    reg.hold_family("forced_open")
+    assert reg.family_hold == "forced_open"
+    for key in ("a", "first-seen-during-the-hold"):
+        with pytest.raises(tripline.CircuitOpenError):
+            reg.get(key).call(lambda: 1)
+    reg.hold_family(None)
+    assert reg.family_hold is None
+    assert a.state == "closed"
+    assert reg.get("later").call(lambda: 7) == 7
+    with pytest.raises(ValueError, match='`state`.*not "open"'):
+        reg.hold_family("open")  # type: ignore[arg-type]
+    assert reg.family_hold is None
