@@ -113,15 +113,21 @@ async fn a_watched_file_reconfigures_route_and_endpoint_breakers_and_survives_a_
     assert_eq!(support::get(addr, "/").await.status, 200);
 }
 
+/// [`proxy_config`] with route `api` keyed by tenant (family `api`), fed
+/// by the document file at `path`.
+fn keyed_proxy_config(upstream: SocketAddr, path: &std::path::Path) -> String {
+    proxy_config(upstream, &file_source(path)).replace(
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
+        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }\nbreaker_key = { header = \"x-tenant\", max_breakers = 16 }",
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_route_family_follows_the_table_named_like_the_route_breaker() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("breakers.toml");
     let upstream = Upstream::start(|_| respond(200, "ok")).await;
-    let text = proxy_config(upstream.addr, &file_source(&path)).replace(
-        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
-        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }\nbreaker_key = { header = \"x-tenant\", max_breakers = 16 }",
-    );
+    let text = keyed_proxy_config(upstream.addr, &path);
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let admin = running.admin_addr().unwrap();
     let tenant = support::send(addr, "GET", "/", &[("x-tenant", "acme")]).await;
@@ -152,10 +158,7 @@ async fn a_fleet_override_on_a_keyed_route_holds_every_key_present_and_future() 
     let path = dir.path().join("breakers.toml");
     write(&path, "[[breaker]]\nname = \"api\"\nminimum_calls = 10\n");
     let upstream = Upstream::start(|_| respond(200, "ok")).await;
-    let text = proxy_config(upstream.addr, &file_source(&path)).replace(
-        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }",
-        "breaker = { minimum_calls = 10, failure_rate_threshold = 0.5 }\nbreaker_key = { header = \"x-tenant\", max_breakers = 16 }",
-    );
+    let text = keyed_proxy_config(upstream.addr, &path);
     let (_proxy, running, addr, _clock) = start_proxy(&text).await;
     let admin = running.admin_addr().unwrap();
     let tenant = |name: &'static str| async move {
