@@ -140,7 +140,7 @@ async fn prometheus_records_what_the_breaker_did_and_the_open_alert_fires() {
 
     // The state history, without repeats: closed, open, half-open, closed.
     let end = prom.now().await + 1.0; // past the last scrape
-    let mut history = prom.range(STATE, start, end, 0.5).await;
+    let mut history = prom.samples(STATE, start, end).await;
     history.dedup();
     assert_eq!(history, [0.0, 1.0, 2.0, 0.0], "{}", prom.log());
 }

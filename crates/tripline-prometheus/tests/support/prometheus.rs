@@ -112,11 +112,16 @@ impl Prometheus {
             .expect("time() answers")
     }
 
-    /// The values of a range query of one series, every `step` seconds.
-    pub async fn range(&self, q: &str, start: f64, end: f64, step: f64) -> Vec<f64> {
+    /// The stored samples of one series between `start` and `end` (Unix
+    /// seconds), in order.
+    pub async fn samples(&self, q: &str, start: f64, end: f64) -> Vec<f64> {
+        // A range selector at `end` returns the stored samples themselves,
+        // every scrape's, however the scrapes were spaced (a range query
+        // would return one value per step, and could step over a sample).
+        let seconds = (end - start).ceil().max(1.0);
         let path = format!(
-            "/api/v1/query_range?query={}&start={start}&end={end}&step={step}",
-            enc(q)
+            "/api/v1/query?query={}&time={end}",
+            enc(&format!("{q}[{seconds}s]"))
         );
         let v = self.api(&path).await.unwrap_or_default();
         v["data"]["result"][0]["values"]
