@@ -340,3 +340,45 @@ def test_the_shipped_breaker_alerts_fire_for_a_python_process(tmp_path, make_bre
     finally:
         prom.stop()
         server.shutdown()
+
+
+# What the shipped dashboard and alert rules read. The proxy's, `tripline
+# run`'s and the config source's families are not the library's.
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+
+
+def deployed_library_names() -> set[str]:
+    import re
+
+    text = (DEPLOY / "grafana" / "tripline.json").read_text() + ALERT_RULES.read_text()
+    names = set(re.findall(r"tripline_[a-z_]+", text))
+    return {n for n in names if not n.startswith(("tripline_proxy_", "tripline_run_", "tripline_config_"))}
+
+
+def test_every_library_family_the_dashboard_and_alerts_read_is_exported(tmp_path, make_breaker, clock):
+    b = make_breaker("deployed", slow_call_duration="1s")
+    trip(b)
+    p = tripline.pipeline(
+        name="deployed-pipeline",
+        retry={"max_attempts": 2, "backoff": {"kind": "none"}},
+        budget={"ratio": 0.5},
+        bulkhead={"max_concurrent": 2},
+        clock=clock,
+    )
+    with pytest.raises(ConnectionError):
+        p.call(lambda: (_ for _ in ()).throw(ConnectionError("down")))
+    c = tripline.Cluster(
+        ["x:1"],
+        call=lambda a, payload: None,
+        name="deployed-cluster",
+        strategy="failback",
+        failback={"dir": str(tmp_path / "q"), "fsync": "never"},
+        clock=clock,
+    )
+    t = tripline.AdaptiveThrottle("deployed-throttle")
+    text = exposition()
+    names = deployed_library_names()
+    assert len(names) >= 20, names
+    missing = sorted(n for n in names if f"\n{n}{{" not in text and f"\n{n} " not in text)
+    assert missing == [], f"read by deploy/ but not exported by the Python package: {missing}"
+    assert b and p and c and t
