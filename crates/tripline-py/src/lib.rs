@@ -23,6 +23,7 @@ mod errors;
 mod event;
 mod guard;
 mod guard_async;
+mod hedge;
 mod iter_send;
 mod metrics;
 mod permit;
@@ -50,6 +51,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::Pipeline>()?;
     m.add_class::<aio::AsyncCall>()?;
     m.add_class::<timeout::Timeout>()?;
+    m.add_class::<hedge::Hedge>()?;
     m.add_class::<throttle::NativeThrottle>()?;
     m.add_class::<throttle::ThrottlePermit>()?;
     m.add_class::<cluster::Cluster>()?;
@@ -59,6 +61,7 @@ fn _tripline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracked::_pipeline_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_cluster_stats, m)?)?;
     m.add_function(wrap_pyfunction!(tracked::_throttle_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(tracked::_hedge_budgets, m)?)?;
     m.add(
         "_OUTLIER_DETECTORS",
         tripline::cluster::EjectionCounts::DETECTOR_LABELS.to_vec(),

@@ -48,7 +48,7 @@ pub struct Pipeline {
 }
 
 /// A policy's dict as its config type, errors naming `policy.field`.
-fn policy<T: serde::de::DeserializeOwned>(
+pub(crate) fn policy<T: serde::de::DeserializeOwned>(
     value: Option<&Bound<'_, PyAny>>,
     name: &str,
 ) -> PyResult<Option<T>> {
@@ -74,7 +74,7 @@ fn policy<T: serde::de::DeserializeOwned>(
         })
 }
 
-fn policy_error(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn policy_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 

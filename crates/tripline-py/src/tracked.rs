@@ -30,6 +30,13 @@ pub(crate) struct TrackedPipeline {
     pub(crate) pipeline: tripline::Pipeline,
 }
 
+/// A hedging policy as exported: its retry budget under its name.
+pub(crate) struct TrackedHedge {
+    pub(crate) name: String,
+    pub(crate) hedge: tripline::hedge::Hedge,
+    pub(crate) budget: Option<RetryBudget>,
+}
+
 /// A cluster as exported: health, outlier counts, endpoint breakers, and
 /// the failback queue or retry budget of its strategy.
 pub(crate) struct TrackedCluster {
@@ -68,6 +75,7 @@ static REGISTRIES: Mutex<Vec<Weak<Registry>>> = Mutex::new(Vec::new());
 static PIPELINES: Mutex<Vec<Weak<TrackedPipeline>>> = Mutex::new(Vec::new());
 static CLUSTERS: Mutex<Vec<Weak<TrackedCluster>>> = Mutex::new(Vec::new());
 static THROTTLES: Mutex<Vec<Weak<tripline::throttle::AdaptiveThrottle>>> = Mutex::new(Vec::new());
+static HEDGES: Mutex<Vec<Weak<TrackedHedge>>> = Mutex::new(Vec::new());
 
 fn push<T>(list: &Mutex<Vec<Weak<T>>>, item: &Arc<T>) {
     let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
@@ -103,6 +111,22 @@ pub(crate) fn track_pipeline(p: &Arc<TrackedPipeline>) {
 /// Tracks a cluster.
 pub(crate) fn track_cluster(c: &Arc<TrackedCluster>) {
     push(&CLUSTERS, c);
+}
+
+/// Tracks a hedging policy.
+pub(crate) fn track_hedge(h: &Arc<TrackedHedge>) {
+    push(&HEDGES, h);
+}
+
+/// The retry budget of every live hedging policy that has one, by the
+/// policy's name: `[(name, budget stats)]`.
+#[pyfunction]
+pub(crate) fn _hedge_budgets(py: Python<'_>) -> PyResult<Vec<(String, Bound<'_, PyDict>)>> {
+    live(&HEDGES)
+        .iter()
+        .filter_map(|h| Some((h.name.clone(), h.budget.as_ref()?)))
+        .map(|(name, b)| Ok((name, crate::pipeline::stats::budget_stats(py, b)?)))
+        .collect()
 }
 
 /// Tracks an adaptive throttle.

@@ -19,7 +19,8 @@ cardinality: never one series per key),
 ``tripline_bulkhead_*``; per cluster ``tripline_cluster_endpoints{cluster}``,
 ``tripline_cluster_routable_endpoints``, ``tripline_outlier_*``, its
 endpoint breakers (as breakers, and as a registry family), its retry
-budget and, for failback, ``tripline_failback_*``; per adaptive throttle
+budget and, for failback, ``tripline_failback_*``; per hedge with a
+budget, ``tripline_retry_budget_*`` under its name; per adaptive throttle
 ``tripline_throttle_*{name}``. With
 ``compat=True`` the generic ``circuit_breaker_state{name}`` and
 ``circuit_breaker_requests_total{name,result}`` that many existing
@@ -125,6 +126,7 @@ class TriplineCollector:
         pipelines = _tripline._pipeline_stats()
         named_budgets = [(s["name"], s["budget"]) for s in pipelines if s["budget"] is not None]
         named_budgets += [(c["cluster"], c["budget"]) for c in clusters if c["budget"] is not None]
+        named_budgets += _tripline._hedge_budgets()
         yield from self._retries([s for s in pipelines if s["retry"] is not None])
         yield from self._budgets(named_budgets)
         yield from self._bulkheads([s for s in pipelines if s["bulkhead"] is not None])
