@@ -220,6 +220,19 @@ async fn an_admin_action_on_a_keyed_route_holds_every_tenant() {
     }
     assert_eq!(upstream.hits(), 1);
 
+    let shown = send(admin, "GET", "/api/breakers/api", &[]).await;
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    assert!(
+        shown.body.contains(r#""held":"forced_open""#),
+        "{}",
+        shown.body
+    );
+    assert!(
+        shown.body.contains(r#""breakers":2"#),
+        "a and the newcomer: {}",
+        shown.body
+    );
+
     let reset = send(admin, "POST", "/api/breakers/api/reset", &[]).await;
     assert_eq!(reset.status, 200, "{}", reset.body);
     assert!(reset.body.contains(r#""held":null"#), "{}", reset.body);

@@ -22,8 +22,11 @@ pub(crate) fn breaker_call(
     match *method {
         Method::GET => {
             let name = percent_decode(rest);
-            match breakers::one(table, &admin.hub, applier, &name) {
-                Some(value) => json(StatusCode::OK, &value),
+            if let Some(value) = breakers::one(table, &admin.hub, applier, &name) {
+                return json(StatusCode::OK, &value);
+            }
+            match breakers::find_family(table, &name) {
+                Some(family) => json(StatusCode::OK, &family_summary(&*family, &name)),
                 None => unknown_breaker(&name),
             }
         }
@@ -114,14 +117,18 @@ fn hold_family(
             state_name(held)
         ),
     });
-    json(
-        StatusCode::OK,
-        &json!({
-            "family": name,
-            "held": held.map(tripline::State::as_str),
-            "breakers": family.breakers(),
-        }),
-    )
+    json(StatusCode::OK, &family_summary(family, name))
+}
+
+/// A family as `GET` and `POST /api/breakers/{family}…` describe it: the
+/// state it is held in (null: automatic), and its live breakers (each
+/// listed in `GET /api/breakers` under `family:key`).
+fn family_summary(family: &dyn breakers::Family, name: &str) -> serde_json::Value {
+    json!({
+        "family": name,
+        "held": family.held().map(tripline::State::as_str),
+        "breakers": family.breakers(),
+    })
 }
 
 fn actions() -> serde_json::Value {
