@@ -90,8 +90,11 @@ async def test_cancelling_the_caller_closes_every_attempt():
     hedge = tripline.Hedge(delay="1ms", max_hedges=2)
     replicas = Replicas(stuck={1, 2, 3})
     task = asyncio.ensure_future(hedge.acall(replicas, "q"))
-    while replicas.started < 3:
+    for _ in range(10_000):  # bounded: a hedge that never came fails below
+        if replicas.started == 3:
+            break
         await asyncio.sleep(0.001)  # the hedge delays pass on the loop's timer
+    assert replicas.started == 3
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
