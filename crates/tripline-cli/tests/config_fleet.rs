@@ -163,6 +163,89 @@ fn fleet_overrides_are_written_with_validation_and_the_fleet_view_sums_the_break
     );
 }
 
+/// A keyed family is known by name to the tools: `config force-open` on
+/// it is written (not refused as unknown), and holds every breaker of the
+/// family on every instance, new keys included, until `config clear`.
+#[test]
+fn a_family_the_fleet_reports_can_be_forced_open_whole() {
+    use tripline::registry::{BreakerRegistry, RegistryConfig};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(Etcd::start());
+    let endpoint = etcd.endpoint();
+    let cli = |args: &[&str]| {
+        let mut all = vec![
+            "config",
+            "--etcd",
+            &endpoint,
+            "--prefix",
+            "/tripline/families",
+        ];
+        all.extend_from_slice(args);
+        tripline(all)
+    };
+    let tenants: Vec<BreakerRegistry<String>> = (0..2)
+        .map(|_| {
+            BreakerRegistry::try_new(RegistryConfig {
+                breaker: CircuitBreakerConfig {
+                    name: "tenants".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .unwrap()
+        })
+        .collect();
+    let fleet: Vec<Applier> = tenants
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Applier::builder()
+                .instance_id(format!("edge-{i}"))
+                .manage_family(r.clone())
+                .build()
+        })
+        .collect();
+    let _sources: Vec<EtcdSource> = fleet
+        .iter()
+        .map(|a| {
+            let mut options = EtcdOptions::new(&endpoint, "/tripline/families");
+            options.status_interval = Duration::from_millis(100);
+            let _guard = runtime.enter();
+            EtcdSource::spawn(a.clone(), options)
+        })
+        .collect();
+    eventually("two instances report", || {
+        cli(&["status"]).text().contains("edge-1")
+    });
+    let acme = tenants[0].get(&"acme".to_owned()).unwrap();
+    let out = cli(&[
+        "force-open",
+        "tenants",
+        "--for",
+        "10m",
+        "--reason",
+        "tenant db failover",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    for r in &tenants {
+        eventually("the family held", || {
+            r.family_hold() == Some(State::ForcedOpen)
+        });
+    }
+    assert_eq!(acme.state(), State::ForcedOpen);
+    let newcomer = tenants[1].get(&"newcomer".to_owned()).unwrap();
+    assert_eq!(newcomer.state(), State::ForcedOpen);
+    let out = cli(&["clear", "tenants"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    for r in &tenants {
+        eventually("the family released", || r.family_hold().is_none());
+    }
+    assert_eq!(
+        (acme.state(), newcomer.state()),
+        (State::Closed, State::Closed)
+    );
+}
+
 const PROFILES: &str = r#"
 [[breaker]]
 name = "payments"

@@ -157,7 +157,10 @@ pub(super) async fn checked(
         .map_err(|e| CliError::other(e.to_string()))?;
     let mut known: Vec<String> = fleet
         .iter()
-        .flat_map(|s| s.breakers.iter().map(|b| b.name.clone()))
+        .flat_map(|s| {
+            let breakers = s.breakers.iter().map(|b| b.name.clone());
+            breakers.chain(s.families.iter().cloned())
+        })
         .collect();
     known.sort();
     known.dedup();

@@ -30,6 +30,11 @@ pub struct InstanceStatus {
     /// families are left out: their members come and go with traffic.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakers: Vec<BreakerSummary>,
+    /// The registry families it owns, by name: an override may name one
+    /// (it holds every breaker of the family), so the tools that write
+    /// overrides accept these names too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<String>,
     /// The instance's kind ([`Applier::kind`]): its breakers' own configs
     /// are under `<prefix>/kinds/<kind>`, for `config push --dry-run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,6 +79,12 @@ impl Applier {
                             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                     })
                 })
+                .collect(),
+            families: core
+                .breakers
+                .iter()
+                .filter(|(_, m)| m.breaker().is_none())
+                .map(|(name, _)| name.clone())
                 .collect(),
             kind: None,
         }

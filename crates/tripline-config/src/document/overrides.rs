@@ -109,7 +109,8 @@ pub(crate) fn whole_seconds(t: SystemTime) -> SystemTime {
 impl Document {
     /// What a tool writing overrides checks beyond [`validate`](Document::validate):
     /// every override ends after `now`, and holds a breaker in `known` (the
-    /// breakers the fleet reports) or one the document configures.
+    /// breakers and families the fleet reports) or one the document
+    /// configures.
     pub fn check_overrides(&self, now: SystemTime, known: &[String]) -> Result<(), DocumentError> {
         for (index, o) in self.overrides.iter().enumerate() {
             if o.until <= now {
