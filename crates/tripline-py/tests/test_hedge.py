@@ -140,3 +140,21 @@ async def test_the_budget_is_exported_under_the_hedges_name():
     text = generate_latest(registry).decode()
     assert 'tripline_retry_budget_withdrawals_total{name="search-export"} 1.0' in text
     assert 'tripline_retry_budget_requests_total{name="search-export"} 1.0' in text
+
+
+async def test_a_thousand_concurrent_hedged_calls_each_get_their_own_answer():
+    hedge = tripline.Hedge(delay="1ms", max_hedges=1)
+    slow_first: dict[int, int] = {}
+
+    async def replica(i: int) -> int:
+        # Each call's first attempt waits for a hedge that answers.
+        n = slow_first[i] = slow_first.get(i, 0) + 1
+        if n == 1:
+            await asyncio.Event().wait()
+        await asyncio.sleep(0)
+        return i
+
+    results = await asyncio.gather(*(hedge.acall(replica, i) for i in range(1000)))
+    assert results == list(range(1000))
+    stats = hedge.stats()
+    assert stats["calls"] == 1000 and stats["hedges"] == 1000 and stats["hedge_wins"] == 1000
