@@ -232,6 +232,11 @@ fn a_family_the_fleet_reports_can_be_forced_open_whole() {
             r.family_hold() == Some(State::ForcedOpen)
         });
     }
+    eventually("the fleet view shows the hold", || {
+        cli(&["status", "--breakers"])
+            .text()
+            .contains("tenants: forced_open on 2 of 2 instances (edge-0, edge-1) for ")
+    });
     assert_eq!(acme.state(), State::ForcedOpen);
     let newcomer = tenants[1].get(&"newcomer".to_owned()).unwrap();
     assert_eq!(newcomer.state(), State::ForcedOpen);
@@ -240,6 +245,11 @@ fn a_family_the_fleet_reports_can_be_forced_open_whole() {
     for r in &tenants {
         eventually("the family released", || r.family_hold().is_none());
     }
+    eventually("the fleet view shows it automatic", || {
+        cli(&["status", "--breakers"])
+            .text()
+            .contains("tenants: automatic on all 2 instances")
+    });
     assert_eq!(
         (acme.state(), newcomer.state()),
         (State::Closed, State::Closed)

@@ -51,7 +51,7 @@ pub use rollout_run::RolloutPhase;
 use rollout_run::RolloutRun;
 pub use shadow::MAX_FAMILY_TWINS;
 use shadow::Shadow;
-pub use status::{BreakerSummary, InstanceStatus};
+pub use status::{BreakerSummary, FamilySummary, InstanceStatus};
 
 /// Where a document came from, for the audit log and the metrics' label.
 #[derive(Clone, Debug, PartialEq, Eq)]

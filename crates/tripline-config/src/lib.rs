@@ -48,8 +48,8 @@ mod rollout;
 
 pub use applier::MAX_FAMILY_TWINS;
 pub use applier::{
-    Applier, ApplierBuilder, ApplyError, BreakerSummary, InstanceStatus, ManagedStatus, Origin,
-    OverrideHolder, PushedAt, RolloutPhase,
+    Applier, ApplierBuilder, ApplyError, BreakerSummary, FamilySummary, InstanceStatus,
+    ManagedStatus, Origin, OverrideHolder, PushedAt, RolloutPhase,
 };
 pub use audit::{AuditAction, AuditLog, AuditRecord, FamilyShadow};
 pub use diff::{FieldChange, diff_configs, diff_documents};
@@ -58,7 +58,7 @@ pub use document::{
     OverrideState, Profile, When,
 };
 pub use etcd::{EtcdOptions, EtcdSource};
-pub use fleet_view::{FleetBreaker, FleetState, fleet_view};
+pub use fleet_view::{AUTOMATIC, FleetBreaker, FleetState, fleet_view};
 
 pub use file::FileSource;
 pub use metrics::ConfigMetrics;

@@ -119,7 +119,7 @@ pub use stats::{RegistryStats, StateCounts};
 use self::entry::Entry;
 use self::events::Subscribers;
 use crate::breaker::{CircuitBreaker, CircuitBreakerConfig, ConfigError, State};
-use crate::clock::SharedClock;
+use crate::clock::{SharedClock, Timestamp};
 
 /// What a registry key must be: hashable, comparable, cheap enough to
 /// clone into the map, and shareable across threads. Implemented for every
@@ -323,8 +323,9 @@ pub(crate) struct Template {
     pub(crate) config: CircuitBreakerConfig,
     pub(crate) sibling: CircuitBreaker,
     /// The operator state every breaker is made in, while a
-    /// [`hold_family`](BreakerRegistry::hold_family) lasts.
-    pub(crate) held: Option<State>,
+    /// [`hold_family`](BreakerRegistry::hold_family) lasts, and since when
+    /// (on the registry's clock).
+    pub(crate) held: Option<(State, Timestamp)>,
 }
 
 impl<K: RegistryKey> Shared<K> {

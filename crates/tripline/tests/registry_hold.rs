@@ -5,12 +5,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
 
 use tripline::clock::ManualClock;
 use tripline::registry::{BreakerRegistry, OverflowPolicy, RegistryConfig};
 use tripline::{CircuitBreakerConfig, State};
 
 fn registry(max_breakers: usize) -> BreakerRegistry<u32> {
+    registry_on(max_breakers, ManualClock::new())
+}
+
+fn registry_on(max_breakers: usize, clock: ManualClock) -> BreakerRegistry<u32> {
     BreakerRegistry::builder(RegistryConfig {
         max_breakers,
         overflow: OverflowPolicy::SharedOverflow,
@@ -27,7 +32,7 @@ fn registry(max_breakers: usize) -> BreakerRegistry<u32> {
             ..Default::default()
         },
     )
-    .clock(ManualClock::new())
+    .clock(clock)
     .build()
     .unwrap()
 }
@@ -60,6 +65,27 @@ fn a_hold_covers_every_breaker_present_and_future_and_the_overflow() {
         State::Closed,
         "made after the lift"
     );
+}
+
+#[test]
+fn a_hold_says_since_when_and_holding_again_in_the_same_state_keeps_it() {
+    let clock = ManualClock::new();
+    let r = registry_on(10, clock.clone());
+    assert_eq!(r.family_held_since(), None);
+    clock.advance(Duration::from_secs(3));
+    r.hold_family(Some(State::ForcedOpen)).unwrap();
+    let since = r.family_held_since().unwrap();
+    assert_eq!(since.as_duration(), Duration::from_secs(3));
+    clock.advance(Duration::from_secs(5));
+    r.hold_family(Some(State::ForcedOpen)).unwrap();
+    assert_eq!(r.family_held_since(), Some(since), "the same hold");
+    r.hold_family(Some(State::Disabled)).unwrap();
+    assert_eq!(
+        r.family_held_since().unwrap().as_duration(),
+        Duration::from_secs(8)
+    );
+    r.hold_family(None).unwrap();
+    assert_eq!(r.family_held_since(), None);
 }
 
 #[test]

@@ -4,7 +4,12 @@
 //! ```text
 //! payments: open on 3 of 5 instances (edge-2, edge-4, edge-5) for 42 s
 //! inventory: closed on all 5 instances
+//! tenants: forced_open on 2 of 5 instances (edge-1, edge-3) for 90 s
+//! tenants: automatic on 3 of 5 instances (edge-2, edge-4, edge-5) for 0 s
 //! ```
+//!
+//! A registry family (`tenants`) shows the state an operator holds it in,
+//! or `automatic`.
 //!
 //! "for" is how long the longest of them has been in that state. A stopped
 //! instance drops out by itself when its lease expires.

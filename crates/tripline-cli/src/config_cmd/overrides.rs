@@ -159,7 +159,7 @@ pub(super) async fn checked(
         .iter()
         .flat_map(|s| {
             let breakers = s.breakers.iter().map(|b| b.name.clone());
-            breakers.chain(s.families.iter().cloned())
+            breakers.chain(s.families.iter().map(|f| f.name.clone()))
         })
         .collect();
     known.sort();

@@ -32,6 +32,8 @@ pub(crate) trait Family: Send + Sync {
     fn hold(&self, state: Option<State>);
     /// The state the family is held in, if any.
     fn held(&self) -> Option<State>;
+    /// Since when it is held, on its clock.
+    fn held_since(&self) -> Option<tripline::clock::Timestamp>;
 }
 
 impl<K: RegistryKey> Family for BreakerRegistry<K> {
@@ -62,6 +64,10 @@ impl<K: RegistryKey> Family for BreakerRegistry<K> {
 
     fn held(&self) -> Option<State> {
         self.family_hold()
+    }
+
+    fn held_since(&self) -> Option<tripline::clock::Timestamp> {
+        self.family_held_since()
     }
 }
 
@@ -167,6 +173,15 @@ impl Managed {
         match &self.target {
             Target::Breaker(b) => b.reset(),
             Target::Family(f) => f.hold(None),
+        }
+    }
+
+    /// A family's hold: its state and since when; `None` for a single
+    /// breaker or a family not held.
+    pub(crate) fn family_hold(&self) -> Option<(State, tripline::clock::Timestamp)> {
+        match &self.target {
+            Target::Breaker(_) => None,
+            Target::Family(f) => f.held().zip(f.held_since()),
         }
     }
 

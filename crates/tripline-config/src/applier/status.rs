@@ -30,11 +30,11 @@ pub struct InstanceStatus {
     /// families are left out: their members come and go with traffic.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakers: Vec<BreakerSummary>,
-    /// The registry families it owns, by name: an override may name one
-    /// (it holds every breaker of the family), so the tools that write
-    /// overrides accept these names too.
+    /// The registry families it owns, and which of them an operator holds
+    /// whole: an override may name a family, so the tools that write
+    /// overrides accept these names too, and the fleet view shows holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub families: Vec<String>,
+    pub families: Vec<FamilySummary>,
     /// The instance's kind ([`Applier::kind`]): its breakers' own configs
     /// are under `<prefix>/kinds/<kind>`, for `config push --dry-run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,6 +50,21 @@ pub struct BreakerSummary {
     /// Its state (`closed`, `open`, `half_open`, `forced_open`, …).
     pub state: String,
     /// When it entered that state, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+}
+
+/// One registry family in an instance's status.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilySummary {
+    /// The family's name.
+    pub name: String,
+    /// The operator state every breaker of it is held in (`forced_open`,
+    /// `disabled`, `metrics_only`); `None` in automatic operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+    /// When the hold began, in milliseconds since the Unix epoch (0 when
+    /// not held).
+    #[serde(default)]
     pub since_ms: u64,
 }
 
@@ -70,13 +85,10 @@ impl Applier {
                 .iter()
                 .filter_map(|(name, m)| {
                     let metrics = m.breaker()?.metrics();
-                    let since = self.shared.wall_epoch + metrics.state_since.as_duration();
                     Some(BreakerSummary {
                         name: name.clone(),
                         state: metrics.state.as_str().to_owned(),
-                        since_ms: since
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                        since_ms: self.epoch_ms(metrics.state_since),
                     })
                 })
                 .collect(),
@@ -84,9 +96,23 @@ impl Applier {
                 .breakers
                 .iter()
                 .filter(|(_, m)| m.breaker().is_none())
-                .map(|(name, _)| name.clone())
+                .map(|(name, m)| {
+                    let hold = m.family_hold();
+                    FamilySummary {
+                        name: name.clone(),
+                        held: hold.map(|(state, _)| state.as_str().to_owned()),
+                        since_ms: hold.map_or(0, |(_, since)| self.epoch_ms(since)),
+                    }
+                })
                 .collect(),
             kind: None,
         }
+    }
+
+    /// A time on the applier's clock as milliseconds since the Unix epoch.
+    fn epoch_ms(&self, t: tripline::clock::Timestamp) -> u64 {
+        (self.shared.wall_epoch + t.as_duration())
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }

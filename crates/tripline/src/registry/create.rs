@@ -37,7 +37,7 @@ impl<K: RegistryKey> Shared<K> {
                     return Err(e);
                 }
             };
-            if let Some(state) = template.held {
+            if let Some((state, _)) = template.held {
                 // Before it is visible: no call sees it in another state.
                 super::hold::put_in(&breaker, state);
             }
@@ -103,7 +103,7 @@ impl<K: RegistryKey> Shared<K> {
                 breaker: name,
                 source,
             })?;
-        if let Some(state) = template.held {
+        if let Some((state, _)) = template.held {
             super::hold::put_in(&breaker, state);
         }
         let mut won = false;

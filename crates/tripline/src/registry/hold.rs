@@ -19,6 +19,7 @@ use std::sync::{Mutex, PoisonError};
 use super::config::error;
 use super::{BreakerRegistry, RegistryKey};
 use crate::breaker::{CircuitBreaker, ConfigError, State};
+use crate::clock::{Clock, Timestamp};
 
 impl<K: RegistryKey> BreakerRegistry<K> {
     /// Holds every breaker of the family in `state` (forced open,
@@ -63,7 +64,12 @@ impl<K: RegistryKey> BreakerRegistry<K> {
         let _one_at_a_time = s.holding.lock().unwrap_or_else(PoisonError::into_inner);
         let previous = {
             let mut template = s.template.write().unwrap_or_else(PoisonError::into_inner);
-            std::mem::replace(&mut template.held, state)
+            let since = match template.held {
+                // Held in the same state already: it is held since then.
+                Some((held, since)) if Some(held) == state => since,
+                _ => s.clock.now(),
+            };
+            std::mem::replace(&mut template.held, state.map(|st| (st, since))).map(|(held, _)| held)
         };
         // The states are set outside the template lock: the breakers'
         // events run subscribers, which may create breakers.
@@ -83,7 +89,14 @@ impl<K: RegistryKey> BreakerRegistry<K> {
     /// The state [`hold_family`](Self::hold_family) holds the family in,
     /// if any.
     pub fn family_hold(&self) -> Option<State> {
-        self.shared.template().held
+        self.shared.template().held.map(|(state, _)| state)
+    }
+
+    /// Since when the family is held in its state, on the registry's
+    /// clock; `None` when it is not held. Holding it again in the same
+    /// state keeps the time.
+    pub fn family_held_since(&self) -> Option<Timestamp> {
+        self.shared.template().held.map(|(_, since)| since)
     }
 }
 
