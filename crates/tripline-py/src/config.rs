@@ -27,6 +27,15 @@ pub(crate) fn from_json_as<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// A config dict of a `subject` (`"budget"`, `"failback"`) as its config
+/// type, errors naming `subject` and the field.
+pub(crate) fn section<T: serde::de::DeserializeOwned>(
+    dict: &Bound<'_, PyDict>,
+    subject: &str,
+) -> PyResult<T> {
+    from_json_as(subject, Value::Object(kwargs_json(Some(dict))?))
+}
+
 /// `kwargs` as a JSON object (durations normalised to config text).
 pub(crate) fn kwargs_json(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Map<String, Value>> {
     match kwargs {

@@ -14,14 +14,15 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::Value;
-use tripline::budget::{RetryBudget, RetryBudgetConfig};
+use tripline::budget::RetryBudgetConfig;
 use tripline::clock::SharedClock;
 use tripline::hedge::HedgeConfig;
 
 use crate::aio::{AsyncCall, AsyncioTimer, call_leaf};
 use crate::breaker::ManualClock;
 use crate::config::{from_json_as, kwargs_json};
-use crate::pipeline::{policy, policy_error};
+use crate::convert::serde_to_py;
+use crate::pipeline::{policy, policy_error, retry_budget};
 use crate::tracked::{TrackedHedge, track_hedge};
 
 /// A hedging policy: `await hedge.acall(fetch, url)` or `@hedge` on an
@@ -53,19 +54,12 @@ impl Hedge {
         let mut fields = kwargs_json(config)?;
         // The delay's kind from its shape: a duration is fixed, a dict
         // with a quantile is a moving quantile.
-        let kind = match fields.get("delay") {
-            Some(Value::String(_)) => Some("fixed"),
-            Some(Value::Object(d)) if !d.contains_key("kind") && d.contains_key("quantile") => {
-                Some("quantile")
-            }
-            _ => None,
-        };
-        match (kind, fields.get_mut("delay")) {
-            (Some("fixed"), Some(delay)) => {
+        match fields.get_mut("delay") {
+            Some(delay @ Value::String(_)) => {
                 *delay = serde_json::json!({ "kind": "fixed", "delay": delay.take() });
             }
-            (Some(kind), Some(Value::Object(d))) => {
-                d.insert("kind".into(), kind.into());
+            Some(Value::Object(d)) if !d.contains_key("kind") && d.contains_key("quantile") => {
+                d.insert("kind".into(), "quantile".into());
             }
             _ => {}
         }
@@ -75,16 +69,9 @@ impl Hedge {
             Some(c) => c.clone().into(),
             None => SharedClock::monotonic(),
         };
-        let budget = match policy::<RetryBudgetConfig>(budget, "budget")? {
-            Some(config) => Some(
-                match &manual {
-                    Some(c) => RetryBudget::with_clock(config, c.clone()),
-                    None => RetryBudget::try_new(config),
-                }
-                .map_err(policy_error)?,
-            ),
-            None => None,
-        };
+        let budget = policy::<RetryBudgetConfig>(budget, "budget")?
+            .map(|config| retry_budget(config, manual.as_ref()))
+            .transpose()?;
         let mut builder = tripline::hedge::Hedge::builder()
             .config(config)
             .timer(Arc::new(AsyncioTimer::new(Some(&clock))))
@@ -114,14 +101,8 @@ impl Hedge {
     }
 
     /// `{"calls", "hedges", "hedge_wins", "refused_budget"}`.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.tracked.hedge.stats();
-        let d = PyDict::new(py);
-        d.set_item("calls", s.calls)?;
-        d.set_item("hedges", s.hedges)?;
-        d.set_item("hedge_wins", s.hedge_wins)?;
-        d.set_item("refused_budget", s.refused_budget)?;
-        Ok(d)
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.tracked.hedge.stats())
     }
 
     /// Awaits `func(*args, **kwargs)`, hedged: called again while no

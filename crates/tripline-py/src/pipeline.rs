@@ -22,7 +22,6 @@ use tripline::timeout::TimeoutConfig;
 
 use crate::breaker::{CircuitBreaker, ManualClock};
 use crate::classify::Classify;
-use crate::config::{from_json, kwargs_json};
 
 mod async_call;
 mod judge;
@@ -58,20 +57,20 @@ pub(crate) fn policy<T: serde::de::DeserializeOwned>(
     let dict = value.cast::<PyDict>().map_err(|_| {
         PyTypeError::new_err(format!("`{name}` must be a dict of {name} config fields"))
     })?;
-    from_json(serde_json::Value::Object(kwargs_json(Some(dict))?))
-        .map(Some)
-        .map_err(|e: PyErr| {
-            let py = value.py();
-            let text = e
-                .value(py)
-                .to_string()
-                .replace("invalid breaker config", &format!("invalid {name} config"));
-            if e.is_instance_of::<PyTypeError>(py) {
-                PyTypeError::new_err(text)
-            } else {
-                PyValueError::new_err(text)
-            }
-        })
+    crate::config::section(dict, name).map(Some)
+}
+
+/// A retry budget on `manual` if the caller gave a manual clock (tests
+/// move it), else on the library's clock.
+pub(crate) fn retry_budget(
+    config: RetryBudgetConfig,
+    manual: Option<&tripline::ManualClock>,
+) -> PyResult<RetryBudget> {
+    match manual {
+        Some(c) => RetryBudget::with_clock(config, c.clone()),
+        None => RetryBudget::try_new(config),
+    }
+    .map_err(policy_error)
 }
 
 pub(crate) fn policy_error(e: impl std::fmt::Display) -> PyErr {
@@ -124,11 +123,7 @@ impl Pipeline {
             builder = builder.retry(config);
         }
         if let Some(config) = policy::<RetryBudgetConfig>(budget, "budget")? {
-            let b = match &manual {
-                Some(c) => RetryBudget::with_clock(config, c.clone()),
-                None => RetryBudget::try_new(config),
-            };
-            builder = builder.budget(b.map_err(policy_error)?);
+            builder = builder.budget(retry_budget(config, manual.as_ref())?);
         }
         if let Some(config) = policy::<BulkheadConfig>(bulkhead, "bulkhead")? {
             builder = builder.bulkhead(Bulkhead::try_new(config).map_err(policy_error)?);

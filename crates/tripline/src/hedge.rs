@@ -45,6 +45,7 @@ use crate::timeout::{SharedTimer, Sleep};
 /// assert_eq!(tripline::hedge::HedgeStats::default().hedges, 0);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HedgeStats {
     /// Logical calls.
     pub calls: u64,

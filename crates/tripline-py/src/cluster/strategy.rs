@@ -6,7 +6,6 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use serde_json::Value;
 use tripline::budget::{RetryBudget, RetryBudgetConfig};
 use tripline::clock::{ManualClock, SharedClock};
 use tripline::cluster::{
@@ -14,7 +13,8 @@ use tripline::cluster::{
     FailoverConfig, Failsafe, Forking, ForkingConfig,
 };
 
-use crate::config::{from_json, kwargs_json};
+use crate::config::section;
+use crate::pipeline::{policy_error, retry_budget};
 
 /// The strategy a cluster calls with.
 pub(crate) enum Strategy {
@@ -47,37 +47,13 @@ pub(crate) struct Args<'a, 'py> {
 const STRATEGIES: &str =
     "\"failover\", \"failfast\", \"failsafe\", \"broadcast\", \"forking\" or \"failback\"";
 
-fn policy_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
-/// A config dict under `field`, errors naming `field.key`.
-fn section<T: serde::de::DeserializeOwned>(dict: &Bound<'_, PyDict>, field: &str) -> PyResult<T> {
-    from_json(Value::Object(kwargs_json(Some(dict))?)).map_err(|e: PyErr| {
-        let py = dict.py();
-        let text = e
-            .value(py)
-            .to_string()
-            .replace("invalid breaker config", &format!("invalid {field} config"));
-        if e.is_instance_of::<PyTypeError>(py) {
-            PyTypeError::new_err(text)
-        } else {
-            PyValueError::new_err(text)
-        }
-    })
-}
-
 impl Args<'_, '_> {
     fn budget(&self) -> PyResult<Option<RetryBudget>> {
         let Some(b) = self.budget else {
             return Ok(None);
         };
         let config: RetryBudgetConfig = section(b, "budget")?;
-        let budget = match &self.manual {
-            Some(m) => RetryBudget::with_clock(config, m.clone()),
-            None => RetryBudget::try_new(config),
-        };
-        budget.map(Some).map_err(policy_error)
+        retry_budget(config, self.manual.as_ref()).map(Some)
     }
 }
 
